@@ -1,0 +1,103 @@
+/* backend.h — the ops table a compute backend implements (backend_cpu.c; backend_cuda.c later).
+ *
+ * Memory is the backend's: "device" pointers come from alloc() and are only touched through these ops.
+ * Activations and the KV cache hold `act` elements (float32 on the CPU, float16 on the GPU); weights are
+ * in the backend's own format, made from float32 host data by upload_weight(). Index arrays are int32.
+ * Ops are enqueued in order; download() waits for everything before it. Every op returns FK_OK or an
+ * error with a message; the model stops at the first error.
+ *
+ * Shapes below: n = tokens in the batch, d = hidden size, H/Hkv = query/KV heads, D = head_dim,
+ * B = KV block size, qkv rows are [q: H*D | k: Hkv*D | v: Hkv*D].
+ */
+#ifndef FK_BACKEND_H
+#define FK_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "flashkernel.h"
+
+typedef struct backend backend;
+
+/* One attention call's view of the batch (all arrays are device memory). */
+typedef struct attn_batch {
+    int n_tokens;
+    int n_seqs;
+    const int32_t *query_start;  /* [n_seqs + 1]: the tokens of seq s are query_start[s] .. [s+1]-1 */
+    const int32_t *context_len;  /* [n_seqs]: tokens of seq s in the cache after this step */
+    const int32_t *block_tables; /* [n_seqs][max_blocks]: the cache blocks of seq s, in order */
+    int max_blocks;
+} attn_batch;
+
+/* A KV cache pool of one layer: [num_blocks][Hkv][B][D] act elements for K and for V. */
+typedef struct kv_pool {
+    void *k;
+    void *v;
+    int num_blocks;
+    int block_size;
+    int n_kv_heads;
+    int head_dim;
+} kv_pool;
+
+typedef struct backend_ops {
+    const char *name;
+    size_t act_size; /* bytes per activation / KV element */
+
+    void (*destroy)(backend *b);
+
+    /* Memory. alloc returns zeroed memory. */
+    fk_status (*alloc)(backend *b, size_t bytes, void **out, fk_error *err);
+    void (*release)(backend *b, void *p);
+    fk_status (*upload)(backend *b, void *dst, const void *src, size_t bytes, fk_error *err);
+    /* Raw bytes to the host (waits for pending work). */
+    fk_status (*download)(backend *b, void *dst, const void *src, size_t bytes, fk_error *err);
+    /* n act elements to float32 on the host (waits for pending work). */
+    fk_status (*download_act)(backend *b, float *dst, const void *src, size_t n, fk_error *err);
+
+    /* A weight from float32 host data: rows x cols (a vector is rows = 1). */
+    fk_status (*upload_weight)(backend *b, const float *host, int rows, int cols, void **out, fk_error *err);
+
+    /* out[n][d] = tok[ids[i]] (+ pos[positions[i]] when pos is not NULL). */
+    fk_status (*embed)(backend *b, void *out, const void *tok, const int32_t *ids, const void *pos,
+                       const int32_t *positions, int n, int d, fk_error *err);
+
+    /* residual[n][d] += x (when x is not NULL); out = RMSNorm(residual) * w. */
+    fk_status (*add_rms_norm)(backend *b, void *out, void *residual, const void *x, const void *w, int n, int d,
+                              float eps, fk_error *err);
+
+    /* residual[n][d] += x (when x is not NULL); out = LayerNorm(residual) * w + bias. */
+    fk_status (*add_layer_norm)(backend *b, void *out, void *residual, const void *x, const void *w,
+                                const void *bias, int n, int d, float eps, fk_error *err);
+
+    /* y[n][out] = x[n][in] · W[out][in]ᵀ (+ bias[out] when not NULL). */
+    fk_status (*linear)(backend *b, void *y, const void *x, const void *w, const void *bias, int n, int in,
+                        int out, fk_error *err);
+
+    /* Rotates q and k of qkv[n] in place by RoPE at positions (rotate-half layout; skipped when inv_freq is
+     * NULL), then stores k and v at slot_mapping[i] = block * B + offset of the pool (-1: not stored). */
+    fk_status (*rope_store_kv)(backend *b, void *qkv, const int32_t *positions, const float *inv_freq,
+                               const int32_t *slot_mapping, const kv_pool *kv, int n, int n_heads, fk_error *err);
+
+    /* Causal attention of the q part of qkv[n] over the cache: out[n][H*D]. Query i of sequence s sits at
+     * position context_len[s] - (query_start[s+1] - i) and sees cache positions 0..that position. */
+    fk_status (*attention)(backend *b, void *out, const void *qkv, const kv_pool *kv, const attn_batch *batch,
+                           int n_heads, float scale, fk_error *err);
+
+    /* out[n][f] = silu(gate_up[n][0:f]) * gate_up[n][f:2f]. */
+    fk_status (*silu_mul)(backend *b, void *out, const void *gate_up, int n, int f, fk_error *err);
+
+    /* x[n] = gelu_tanh(x), in place. */
+    fk_status (*gelu_tanh)(backend *b, void *x, size_t n, fk_error *err);
+
+    /* out[m][d] = x[rows[i]]. */
+    fk_status (*gather_rows)(backend *b, void *out, const void *x, const int32_t *rows, int m, int d, fk_error *err);
+} backend_ops;
+
+struct backend {
+    const backend_ops *ops;
+};
+
+/* The CPU backend (fp32). n_threads 0 = one per core. */
+fk_status backend_cpu_create(int n_threads, backend **out, fk_error *err);
+
+#endif

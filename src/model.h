@@ -1,0 +1,39 @@
+/* model.h — the loaded model (struct fk_model) and its forward pass over a batch. */
+#ifndef FK_MODEL_H
+#define FK_MODEL_H
+
+#include "backend.h"
+#include "batch.h"
+#include "kv_cache.h"
+#include "model_config.h"
+#include "model_weights.h"
+
+/* Device buffers for forward passes of up to max_tokens tokens, max_seqs sequences of up to max_blocks blocks,
+ * and max_logits logit rows. Allocated once; nothing is allocated per pass. */
+typedef struct forward_ws {
+    int max_tokens, max_seqs, max_blocks, max_logits;
+    void *residual, *normed, *qkv, *attn, *proj; /* [max_tokens][...] activations */
+    void *mlp_in, *mlp_act;                      /* [max_tokens][2 f] and [max_tokens][f] */
+    void *last_normed;                           /* [max_logits][d] */
+    void *logits;                                /* [max_logits][vocab] */
+    int32_t *ids, *positions, *slots, *query_start, *context_len, *block_tables, *logit_rows;
+} forward_ws;
+
+struct fk_model {
+    model_config cfg;
+    backend *be;
+    model_weights w;
+    fk_model_params params;
+    forward_ws *ws; /* for the model-level API: one sequence, prefill_chunk tokens */
+};
+
+fk_status forward_ws_create(const fk_model *m, int max_tokens, int max_seqs, int max_blocks, int max_logits,
+                            forward_ws **out, fk_error *err);
+void forward_ws_free(const fk_model *m, forward_ws *ws);
+
+/* Runs the batch through the model, writing K/V into kv and the logits of b->logit_rows to
+ * logits [n_logits][vocab] (float32, host). b must fit ws. */
+fk_status model_forward(fk_model *m, forward_ws *ws, const kv_cache *kv, const batch *b, float *logits,
+                        fk_error *err);
+
+#endif

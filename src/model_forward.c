@@ -1,0 +1,170 @@
+/* model_forward.c — one forward pass: embed → N × (norm, qkv, rope + kv store, attention, o, norm, mlp) → norm →
+ * logits, as calls into the backend ops table. Both architectures share it: they differ only in the norm
+ * (RMSNorm / LayerNorm), position encoding (RoPE / learned) and MLP (SiLU-gated / GeLU). */
+#include <math.h>
+#include <stdlib.h>
+
+#include "error.h"
+#include "model.h"
+
+fk_status forward_ws_create(const fk_model *m, int max_tokens, int max_seqs, int max_blocks, int max_logits,
+                            forward_ws **out, fk_error *err)
+{
+    const model_config *c = &m->cfg;
+    backend *be = m->be;
+    const size_t act = be->ops->act_size, T = (size_t)max_tokens;
+    const size_t qkv_dim = (size_t)(c->n_heads + 2 * c->n_kv_heads) * c->head_dim;
+    forward_ws *ws = calloc(1, sizeof *ws);
+    if (!ws)
+        return fk_error_set(err, FK_ERR_OUT_OF_MEMORY, "out of memory");
+    *ws = (forward_ws){.max_tokens = max_tokens, .max_seqs = max_seqs, .max_blocks = max_blocks,
+                       .max_logits = max_logits};
+    struct {
+        void **p;
+        size_t bytes;
+    } bufs[] = {
+        {&ws->residual, T * c->hidden_size * act},
+        {&ws->normed, T * c->hidden_size * act},
+        {&ws->qkv, T * qkv_dim * act},
+        {&ws->attn, T * c->n_heads * c->head_dim * act},
+        {&ws->proj, T * c->hidden_size * act},
+        {&ws->mlp_in, T * 2 * c->intermediate_size * act},
+        {&ws->mlp_act, T * c->intermediate_size * act},
+        {&ws->last_normed, (size_t)max_logits * c->hidden_size * act},
+        {&ws->logits, (size_t)max_logits * c->vocab_size * act},
+        {(void **)&ws->ids, T * sizeof(int32_t)},
+        {(void **)&ws->positions, T * sizeof(int32_t)},
+        {(void **)&ws->slots, T * sizeof(int32_t)},
+        {(void **)&ws->query_start, ((size_t)max_seqs + 1) * sizeof(int32_t)},
+        {(void **)&ws->context_len, (size_t)max_seqs * sizeof(int32_t)},
+        {(void **)&ws->block_tables, (size_t)max_seqs * max_blocks * sizeof(int32_t)},
+        {(void **)&ws->logit_rows, (size_t)max_logits * sizeof(int32_t)},
+    };
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
+        fk_status s = be->ops->alloc(be, bufs[i].bytes, bufs[i].p, err);
+        if (s) {
+            forward_ws_free(m, ws);
+            return fk_error_prefix(err, s, "forward workspace for %d tokens: ", max_tokens);
+        }
+    }
+    *out = ws;
+    return FK_OK;
+}
+
+void forward_ws_free(const fk_model *m, forward_ws *ws)
+{
+    if (!ws)
+        return;
+    void *all[] = {ws->residual, ws->normed, ws->qkv, ws->attn, ws->proj, ws->mlp_in, ws->mlp_act,
+                   ws->last_normed, ws->logits, ws->ids, ws->positions, ws->slots, ws->query_start,
+                   ws->context_len, ws->block_tables, ws->logit_rows};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        if (all[i])
+            m->be->ops->release(m->be, all[i]);
+    free(ws);
+}
+
+/* Copies the batch's index arrays to the device. */
+static fk_status upload_batch(backend *be, forward_ws *ws, const batch *b, fk_error *err)
+{
+    const size_t i32 = sizeof(int32_t), T = (size_t)b->n_tokens;
+    fk_status s;
+    if ((s = be->ops->upload(be, ws->ids, b->input_ids, T * i32, err)) ||
+        (s = be->ops->upload(be, ws->positions, b->positions, T * i32, err)) ||
+        (s = be->ops->upload(be, ws->slots, b->slot_mapping, T * i32, err)) ||
+        (s = be->ops->upload(be, ws->query_start, b->query_start, ((size_t)b->n_seqs + 1) * i32, err)) ||
+        (s = be->ops->upload(be, ws->context_len, b->context_len, (size_t)b->n_seqs * i32, err)) ||
+        (s = be->ops->upload(be, ws->block_tables, b->block_tables, (size_t)b->n_seqs * b->max_blocks * i32, err)) ||
+        (s = be->ops->upload(be, ws->logit_rows, b->logit_rows, (size_t)b->n_logits * i32, err)))
+        return s;
+    return FK_OK;
+}
+
+/* residual += x (if x); out = norm(residual), with the architecture's norm. */
+static fk_status add_norm(const fk_model *m, void *out, void *residual, const void *x, const void *w,
+                          const void *bias, int n, fk_error *err)
+{
+    backend *be = m->be;
+    const model_config *c = &m->cfg;
+    if (c->arch == ARCH_LLAMA)
+        return be->ops->add_rms_norm(be, out, residual, x, w, n, c->hidden_size, c->norm_eps, err);
+    return be->ops->add_layer_norm(be, out, residual, x, w, bias, n, c->hidden_size, c->norm_eps, err);
+}
+
+/* The MLP of layer l: normed [n][d] → proj [n][d]. */
+static fk_status mlp(const fk_model *m, forward_ws *ws, const layer_weights *l, int n, fk_error *err)
+{
+    backend *be = m->be;
+    const model_config *c = &m->cfg;
+    const int d = c->hidden_size, f = c->intermediate_size;
+    fk_status s;
+    if (c->arch == ARCH_LLAMA) {
+        if ((s = be->ops->linear(be, ws->mlp_in, ws->normed, l->up_w, l->up_b, n, d, 2 * f, err)) ||
+            (s = be->ops->silu_mul(be, ws->mlp_act, ws->mlp_in, n, f, err)))
+            return s;
+        return be->ops->linear(be, ws->proj, ws->mlp_act, l->down_w, l->down_b, n, f, d, err);
+    }
+    if ((s = be->ops->linear(be, ws->mlp_in, ws->normed, l->up_w, l->up_b, n, d, f, err)) ||
+        (s = be->ops->gelu_tanh(be, ws->mlp_in, (size_t)n * f, err)))
+        return s;
+    return be->ops->linear(be, ws->proj, ws->mlp_in, l->down_w, l->down_b, n, f, d, err);
+}
+
+static float attention_scale(const model_config *c, int layer)
+{
+    float scale = c->arch == ARCH_GPT2 && !c->scale_attn_weights ? 1.0f : 1.0f / sqrtf((float)c->head_dim);
+    if (c->arch == ARCH_GPT2 && c->scale_attn_by_layer)
+        scale /= (float)(layer + 1);
+    return scale;
+}
+
+static fk_status check_fits(const forward_ws *ws, const batch *b, fk_error *err)
+{
+    if (b->n_tokens < 1 || b->n_tokens > ws->max_tokens || b->n_seqs < 1 || b->n_seqs > ws->max_seqs ||
+        b->max_blocks > ws->max_blocks || b->n_logits < 0 || b->n_logits > ws->max_logits)
+        return fk_error_set(err, FK_ERR_INVALID_ARGUMENT,
+                            "batch of %d tokens, %d seqs, %d blocks, %d logits exceeds the workspace (%d, %d, %d, %d)",
+                            b->n_tokens, b->n_seqs, b->max_blocks, b->n_logits, ws->max_tokens, ws->max_seqs,
+                            ws->max_blocks, ws->max_logits);
+    return FK_OK;
+}
+
+fk_status model_forward(fk_model *m, forward_ws *ws, const kv_cache *kv, const batch *b, float *logits,
+                        fk_error *err)
+{
+    backend *be = m->be;
+    const model_config *c = &m->cfg;
+    const model_weights *w = &m->w;
+    const int n = b->n_tokens, d = c->hidden_size, H = c->n_heads, D = c->head_dim;
+    const int qkv_dim = (H + 2 * c->n_kv_heads) * D;
+    fk_status s;
+    if ((s = check_fits(ws, b, err)) || (s = upload_batch(be, ws, b, err)))
+        return s;
+    const attn_batch ab = {.n_tokens = n, .n_seqs = b->n_seqs, .query_start = ws->query_start,
+                           .context_len = ws->context_len, .block_tables = ws->block_tables,
+                           .max_blocks = b->max_blocks};
+
+    if ((s = be->ops->embed(be, ws->residual, w->tok_embed, ws->ids, w->pos_embed, ws->positions, n, d, err)))
+        return s;
+    const void *sublayer_out = NULL; /* added to the residual by the next norm */
+    for (int i = 0; i < c->n_layers; i++) {
+        const layer_weights *l = &w->layers[i];
+        if ((s = add_norm(m, ws->normed, ws->residual, sublayer_out, l->norm1_w, l->norm1_b, n, err)) ||
+            (s = be->ops->linear(be, ws->qkv, ws->normed, l->qkv_w, l->qkv_b, n, d, qkv_dim, err)) ||
+            (s = be->ops->rope_store_kv(be, ws->qkv, ws->positions, w->rope_inv_freq, ws->slots, &kv->layers[i], n,
+                                        H, err)) ||
+            (s = be->ops->attention(be, ws->attn, ws->qkv, &kv->layers[i], &ab, H, attention_scale(c, i), err)) ||
+            (s = be->ops->linear(be, ws->proj, ws->attn, l->o_w, l->o_b, n, H * D, d, err)) ||
+            (s = add_norm(m, ws->normed, ws->residual, ws->proj, l->norm2_w, l->norm2_b, n, err)) ||
+            (s = mlp(m, ws, l, n, err)))
+            return fk_error_prefix(err, s, "layer %d: ", i);
+        sublayer_out = ws->proj;
+    }
+    if (b->n_logits == 0)
+        return FK_OK;
+    if ((s = add_norm(m, ws->normed, ws->residual, sublayer_out, w->norm_w, w->norm_b, n, err)) ||
+        (s = be->ops->gather_rows(be, ws->last_normed, ws->normed, ws->logit_rows, b->n_logits, d, err)) ||
+        (s = be->ops->linear(be, ws->logits, ws->last_normed, w->lm_head, NULL, b->n_logits, d, c->vocab_size, err)))
+        return s;
+    return be->ops->download_act(be, logits, ws->logits, (size_t)b->n_logits * c->vocab_size, err);
+}

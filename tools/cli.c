@@ -1,0 +1,119 @@
+/* cli.c — option parsing helpers for the flashkernel command: strict numbers, id lists, devices. */
+#include "cli.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+bool cli_parse_int(const char *flag, const char *s, int min, int max, int *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (!*s || *end || errno || v < min || v > max) {
+        fprintf(stderr, "error: %s must be an integer in [%d, %d], got \"%s\"\n", flag, min, max, s);
+        return false;
+    }
+    *out = (int)v;
+    return true;
+}
+
+bool cli_parse_u64(const char *flag, const char *s, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (!*s || *s == '-' || *end || errno) {
+        fprintf(stderr, "error: %s must be a non-negative integer below 2^64, got \"%s\"\n", flag, s);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+bool cli_parse_float(const char *flag, const char *s, float min, float max, float *out)
+{
+    char *end;
+    errno = 0;
+    float v = strtof(s, &end);
+    if (!*s || *end || errno || !isfinite(v) || v < min || v > max) {
+        fprintf(stderr, "error: %s must be a number in [%g, %g], got \"%s\"\n", flag, (double)min, (double)max, s);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+bool cli_parse_ids(const char *flag, const char *s, int32_t **ids, int *n)
+{
+    size_t cap = 1;
+    for (const char *p = s; *p; p++)
+        cap += *p == ',';
+    int32_t *v = malloc(cap * sizeof *v);
+    if (!v) {
+        fprintf(stderr, "error: out of memory\n");
+        return false;
+    }
+    int count = 0;
+    const char *p = s;
+    for (;;) {
+        char *end;
+        errno = 0;
+        long id = strtol(p, &end, 10);
+        if (end == p || errno || id < INT32_MIN || id > INT32_MAX || (*end && *end != ',')) {
+            fprintf(stderr, "error: %s must be comma-separated integers like 1,2,3, got \"%s\"\n", flag, s);
+            free(v);
+            return false;
+        }
+        v[count++] = (int32_t)id;
+        if (!*end)
+            break;
+        p = end + 1;
+    }
+    *ids = v;
+    *n = count;
+    return true;
+}
+
+bool cli_parse_device(const char *s, fk_device *out)
+{
+    if (strcmp(s, "cpu") == 0)
+        *out = FK_DEVICE_CPU;
+    else if (strcmp(s, "cuda") == 0)
+        *out = FK_DEVICE_CUDA;
+    else if (strcmp(s, "auto") == 0)
+        *out = FK_DEVICE_AUTO;
+    else {
+        fprintf(stderr, "error: --device must be cpu, cuda or auto, got \"%s\"\n", s);
+        return false;
+    }
+    return true;
+}
+
+const char *cli_default_model(void)
+{
+    const char *env = getenv("FLASHKERNEL_MODEL");
+    return env && *env ? env : FK_DEMO_MODEL_DIR;
+}
+
+fk_model *cli_load_model(const char *dir, const fk_model_params *params)
+{
+    fk_model *m = NULL;
+    fk_error err = {0};
+    if (fk_model_load(dir, params, &m, &err)) {
+        fprintf(stderr, "error: %s\n", err.message);
+        return NULL;
+    }
+    return m;
+}
+
+double cli_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}

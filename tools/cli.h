@@ -1,0 +1,32 @@
+/* cli.h — what the flashkernel subcommands share: option parsing helpers and model loading. */
+#ifndef FK_CLI_H
+#define FK_CLI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "flashkernel.h"
+
+/* Exit codes of every subcommand. */
+enum { EXIT_OK = 0, EXIT_RUNTIME = 1, EXIT_USAGE = 2 };
+
+/* Parses "1,2,3" into a malloc'd array; false (after printing why) on anything else. */
+bool cli_parse_ids(const char *flag, const char *s, int32_t **ids, int *n);
+bool cli_parse_int(const char *flag, const char *s, int min, int max, int *out);
+bool cli_parse_u64(const char *flag, const char *s, uint64_t *out);
+bool cli_parse_float(const char *flag, const char *s, float min, float max, float *out);
+bool cli_parse_device(const char *s, fk_device *out);
+
+/* The directory used when no --model is given: the bundled demo model. */
+const char *cli_default_model(void);
+
+/* Loads a model, printing the loader's message on failure. */
+fk_model *cli_load_model(const char *dir, const fk_model_params *params);
+
+/* Seconds on a monotonic clock. */
+double cli_now(void);
+
+int cmd_generate(int argc, char **argv);
+int cmd_logits(int argc, char **argv);
+
+#endif
