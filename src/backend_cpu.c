@@ -284,6 +284,9 @@ static fk_status cpu_attention(backend *b, void *out, const void *qkv, const kv_
 {
     const int D = kv->head_dim, Hkv = kv->n_kv_heads, B = kv->block_size, group = n_heads / Hkv;
     const size_t row = (size_t)(n_heads + 2 * Hkv) * D;
+    if (ab->n_seqs < 1 || ab->query_start[0] != 0 || ab->query_start[ab->n_seqs] != ab->n_tokens)
+        return fk_error_set(err, FK_ERR_INVALID_ARGUMENT, "attention: query_start must run from 0 to %d tokens",
+                            ab->n_tokens);
     int max_len = 0;
     for (int s = 0; s < ab->n_seqs; s++) {
         int n_q = ab->query_start[s + 1] - ab->query_start[s];

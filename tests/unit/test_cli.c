@@ -1,0 +1,238 @@
+/* test_cli.c — the `flashkernel` command as scripts use it: exit codes (0 ok, 1 runtime, 2 usage), --help,
+ * `generate --json` output checked against the transformers greedy reference, `logits --out` against the
+ * reference logits, finish_reason "eos". */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include <cmocka.h>
+
+#include "test_util.h"
+
+static char *tmp_dir;
+
+/* Runs `flashkernel ARGS`; returns its exit status, stdout in *out and stderr in *errtext (malloc'd). */
+static int run(const char *args, char **out, char **errtext)
+{
+    char cmd[16384], err_path[4096];
+    snprintf(err_path, sizeof err_path, "%s/stderr", tmp_dir);
+    snprintf(cmd, sizeof cmd, "'%s' %s 2>'%s'", FK_BINARY, args, err_path);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    size_t cap = 1 << 16, len = 0;
+    char *buf = malloc(cap);
+    size_t got;
+    while ((got = fread(buf + len, 1, cap - len - 1, p)) > 0) {
+        len += got;
+        if (cap - len < 2)
+            buf = realloc(buf, cap *= 2);
+    }
+    buf[len] = '\0';
+    int status = pclose(p);
+    if (out)
+        *out = buf;
+    else
+        free(buf);
+    char *e = tu_read_file(err_path, NULL);
+    if (errtext)
+        *errtext = e;
+    else
+        free(e);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static void expect_exit(const char *args, int code, const char *stderr_needle)
+{
+    char *e;
+    int rc = run(args, NULL, &e);
+    if (rc != code || (stderr_needle && !strstr(e, stderr_needle)))
+        fail_msg("flashkernel %s: exit %d (want %d), stderr: %s", args, rc, code, e);
+    free(e);
+}
+
+static void test_help_and_usage_errors(void **state)
+{
+    (void)state;
+    char *o;
+    assert_int_equal(run("--help", &o, NULL), 0);
+    assert_non_null(strstr(o, "generate"));
+    free(o);
+    assert_int_equal(run("generate --help", &o, NULL), 0);
+    assert_non_null(strstr(o, "--prompt-ids"));
+    free(o);
+    assert_int_equal(run("logits --help", &o, NULL), 0);
+    assert_non_null(strstr(o, "--out"));
+    free(o);
+    expect_exit("", 2, "usage");
+    expect_exit("frobnicate", 2, "unknown command");
+    expect_exit("generate --bogus", 2, "usage");
+    expect_exit("generate", 2, "--prompt-ids is required");
+    expect_exit("generate --prompt-ids 1,,2", 2, "comma-separated integers");
+    expect_exit("generate --prompt-ids 1,x", 2, "comma-separated integers");
+    expect_exit("generate --prompt-ids 1 --max-tokens abc", 2, "--max-tokens must be an integer");
+    expect_exit("generate --prompt-ids 1 --max-tokens 0", 2, "--max-tokens must be an integer");
+    expect_exit("generate --prompt-ids 1 --temperature nan", 2, "--temperature");
+    expect_exit("generate --prompt-ids 1 --device tpu", 2, "--device must be");
+    expect_exit("generate --prompt-ids 1 stray", 2, "unexpected argument");
+    expect_exit("logits --prompt-ids 1", 2, "--out are required");
+}
+
+static void test_runtime_errors(void **state)
+{
+    (void)state;
+    expect_exit("generate --model /nonexistent --prompt-ids 1", 1, "/nonexistent/config.json");
+    char args[8192];
+    snprintf(args, sizeof args, "generate --model '%s' --prompt-ids 1,99999", tu_fixture("models/tiny-gpt2"));
+    expect_exit(args, 1, "token id 99999 at position 1 is out of vocabulary");
+    snprintf(args, sizeof args, "logits --model '%s' --prompt-ids 1 --out /nonexistent/dir/x.f32",
+             tu_fixture("models/tiny-gpt2"));
+    expect_exit(args, 1, "cannot open /nonexistent/dir/x.f32");
+}
+
+/* "1,2,3" from a JSON array of ids. */
+static void ids_arg(const cJSON *arr, char *buf, size_t size)
+{
+    size_t len = 0;
+    buf[0] = '\0';
+    for (const cJSON *e = arr->child; e; e = e->next)
+        len += (size_t)snprintf(buf + len, size - len, "%s%d", e == arr->child ? "" : ",", e->valueint);
+}
+
+static void test_generate_json_matches_reference(void **state)
+{
+    (void)state;
+    const char *models[2] = {"tiny-gpt2", "tiny-llama3"};
+    for (int m = 0; m < 2; m++) {
+        char path[512];
+        snprintf(path, sizeof path, "models/%s/reference.json", models[m]);
+        cJSON *ref = tu_read_json(tu_fixture(path));
+        const cJSON *cs = cJSON_GetArrayItem(cJSON_GetObjectItem(ref, "cases"), 2);
+        char ids[16384], args[32768];
+        ids_arg(cJSON_GetObjectItem(cs, "prompt_ids"), ids, sizeof ids);
+        snprintf(path, sizeof path, "models/%s", models[m]);
+        snprintf(args, sizeof args, "generate --model '%s' --prompt-ids %s --max-tokens 24 --ignore-eos --json",
+                 tu_fixture(path), ids);
+        char *out;
+        assert_int_equal(run(args, &out, NULL), 0);
+        cJSON *got = cJSON_Parse(out);
+        assert_non_null(got);
+        assert_int_equal(cJSON_GetArraySize(got), 3);
+        assert_string_equal(cJSON_GetObjectItem(got, "finish_reason")->valuestring, "length");
+        assert_true(cJSON_Compare(cJSON_GetObjectItem(got, "prompt_ids"), cJSON_GetObjectItem(cs, "prompt_ids"), 1));
+        assert_true(cJSON_Compare(cJSON_GetObjectItem(got, "ids"), cJSON_GetObjectItem(cs, "greedy_24"), 1));
+        cJSON_Delete(got);
+        free(out);
+        cJSON_Delete(ref);
+    }
+}
+
+static void test_generate_stops_at_eos(void **state)
+{
+    (void)state;
+    /* A copy of tiny-llama3 whose eos is the first greedy token of a reference prompt. */
+    cJSON *ref = tu_read_json(tu_fixture("models/tiny-llama3/reference.json"));
+    const cJSON *cs = cJSON_GetArrayItem(cJSON_GetObjectItem(ref, "cases"), 1);
+    int eos = cJSON_GetArrayItem(cJSON_GetObjectItem(cs, "greedy_24"), 0)->valueint;
+    char *dir = tu_make_temp_dir(), gen[128], path[4096];
+    tu_copy_dir(tu_fixture("models/tiny-llama3"), dir);
+    snprintf(gen, sizeof gen, "{\"eos_token_id\": %d}", eos);
+    snprintf(path, sizeof path, "%s/generation_config.json", dir);
+    tu_write_file(path, gen, strlen(gen));
+    char ids[4096], args[8192];
+    ids_arg(cJSON_GetObjectItem(cs, "prompt_ids"), ids, sizeof ids);
+    snprintf(args, sizeof args, "generate --model '%s' --prompt-ids %s --max-tokens 24 --json", dir, ids);
+    char *out;
+    assert_int_equal(run(args, &out, NULL), 0);
+    cJSON *got = cJSON_Parse(out);
+    assert_non_null(got);
+    assert_string_equal(cJSON_GetObjectItem(got, "finish_reason")->valuestring, "eos");
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(got, "ids")), 1);
+    assert_int_equal(cJSON_GetArrayItem(cJSON_GetObjectItem(got, "ids"), 0)->valueint, eos);
+    cJSON_Delete(got);
+    free(out);
+    tu_remove_dir(dir);
+    free(dir);
+    cJSON_Delete(ref);
+}
+
+static void test_logits_file_matches_reference(void **state)
+{
+    (void)state;
+    cJSON *ref = tu_read_json(tu_fixture("models/tiny-gpt2/reference.json"));
+    size_t ref_len;
+    float *want = (float *)tu_read_file(tu_fixture("models/tiny-gpt2/last_logits.f32"), &ref_len);
+    const int vocab = 4096, case_index = 3;
+    const cJSON *cs = cJSON_GetArrayItem(cJSON_GetObjectItem(ref, "cases"), case_index);
+    char ids[16384], args[32768], out_path[4096];
+    ids_arg(cJSON_GetObjectItem(cs, "prompt_ids"), ids, sizeof ids);
+    snprintf(out_path, sizeof out_path, "%s/logits.f32", tmp_dir);
+    snprintf(args, sizeof args, "logits --model '%s' --prompt-ids %s --out '%s'", tu_fixture("models/tiny-gpt2"),
+             ids, out_path);
+    assert_int_equal(run(args, NULL, NULL), 0);
+    size_t len;
+    float *got = (float *)tu_read_file(out_path, &len);
+    assert_int_equal(len, vocab * sizeof(float));
+    float max_diff = 0;
+    for (int v = 0; v < vocab; v++)
+        max_diff = fmaxf(max_diff, fabsf(got[v] - want[(size_t)case_index * vocab + v]));
+    assert_true(max_diff <= 1e-3f);
+    free(got);
+    free(want);
+    cJSON_Delete(ref);
+}
+
+static void test_demo_model_is_default(void **state)
+{
+    (void)state;
+    /* shakespeare-llama's first reference prompt, with no --model. */
+    cJSON *ref = tu_read_json(tu_fixture("models/shakespeare-llama/reference.json"));
+    const cJSON *g = cJSON_GetArrayItem(cJSON_GetObjectItem(ref, "greedy"), 0);
+    char ids[4096], args[8192];
+    ids_arg(cJSON_GetObjectItem(g, "prompt_ids"), ids, sizeof ids);
+    snprintf(args, sizeof args, "generate --prompt-ids %s --max-tokens 8 --json", ids);
+    char *out;
+    assert_int_equal(run(args, &out, NULL), 0);
+    cJSON *got = cJSON_Parse(out);
+    assert_non_null(got);
+    const cJSON *want = cJSON_GetObjectItem(g, "greedy_64");
+    int i = 0;
+    for (const cJSON *e = cJSON_GetObjectItem(got, "ids")->child; e; e = e->next, i++)
+        assert_int_equal(e->valueint, cJSON_GetArrayItem(want, i)->valueint);
+    assert_int_equal(i, 8);
+    cJSON_Delete(got);
+    free(out);
+    cJSON_Delete(ref);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    tmp_dir = tu_make_temp_dir();
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    tu_remove_dir(tmp_dir);
+    free(tmp_dir);
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_help_and_usage_errors),
+        cmocka_unit_test(test_runtime_errors),
+        cmocka_unit_test(test_generate_json_matches_reference),
+        cmocka_unit_test(test_generate_stops_at_eos),
+        cmocka_unit_test(test_logits_file_matches_reference),
+        cmocka_unit_test(test_demo_model_is_default),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,396 @@
+/* test_model_load.c — loading model directories: config.json and generation_config.json handling, and every bad
+ * directory (missing or malformed files, unsupported architecture / rope type / activation, missing tensor, wrong
+ * shape, truncated shard) rejected with a message naming the file and the problem, and nothing leaked. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "flashkernel.h"
+#include "test_util.h"
+
+typedef struct ctx {
+    char *dir;
+    cJSON *config; /* the config being edited; written by save() */
+} ctx;
+
+/* A copy of a fixture model in a temp dir. */
+static int setup_from(void **state, const char *fixture)
+{
+    ctx *c = calloc(1, sizeof *c);
+    c->dir = tu_make_temp_dir();
+    tu_copy_dir(tu_fixture(fixture), c->dir);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/config.json", c->dir);
+    c->config = tu_read_json(path);
+    *state = c;
+    return 0;
+}
+
+static int setup_llama(void **state)
+{
+    return setup_from(state, "models/tiny-llama3");
+}
+
+static int setup_gpt2(void **state)
+{
+    return setup_from(state, "models/tiny-gpt2");
+}
+
+static int teardown(void **state)
+{
+    ctx *c = *state;
+    tu_remove_dir(c->dir);
+    cJSON_Delete(c->config);
+    free(c->dir);
+    free(c);
+    return 0;
+}
+
+static const char *file_in(const ctx *c, const char *name)
+{
+    static char path[4096];
+    snprintf(path, sizeof path, "%s/%s", c->dir, name);
+    return path;
+}
+
+static void save(const ctx *c)
+{
+    tu_write_json(file_in(c, "config.json"), c->config);
+}
+
+static void set_field(ctx *c, const char *key, cJSON *value)
+{
+    cJSON_DeleteItemFromObject(c->config, key);
+    cJSON_AddItemToObject(c->config, key, value);
+    save(c);
+}
+
+static fk_model *load(const ctx *c, fk_error *err)
+{
+    fk_model_params p = fk_model_params_default();
+    p.device = FK_DEVICE_CPU;
+    fk_model *m = (fk_model *)0x1;
+    fk_status s = fk_model_load(c->dir, &p, &m, err);
+    if (s) {
+        assert_null(m);
+        assert_int_equal(err->status, s);
+        return NULL;
+    }
+    return m;
+}
+
+/* Loading fails with status and a message containing both needles (the file, the problem). */
+static void expect_error(const ctx *c, fk_status status, const char *file_needle, const char *needle)
+{
+    fk_error err = {0};
+    fk_model *m = load(c, &err);
+    if (m || err.status != status || !strstr(err.message, file_needle) || !strstr(err.message, needle))
+        fail_msg("expected status %d with \"%s\" and \"%s\"; got %d: %s", status, file_needle, needle, err.status,
+                 err.message);
+}
+
+static void test_loads_and_describes(void **state)
+{
+    ctx *c = *state;
+    fk_error err = {0};
+    fk_model *m = load(c, &err);
+    if (!m)
+        fail_msg("%s", err.message);
+    fk_model_info info = fk_model_get_info(m);
+    assert_string_equal(info.architecture, "LlamaForCausalLM");
+    assert_string_equal(info.device, "cpu");
+    assert_int_equal(info.vocab_size, 4096);
+    assert_int_equal(info.n_heads, 2);
+    assert_int_equal(info.n_kv_heads, 1);
+    assert_int_equal(info.head_dim, 64);
+    assert_int_equal(info.max_context, 131072);
+    assert_int_equal(info.bos_id, 1);
+    assert_int_equal(info.n_eos, 1);
+    assert_int_equal(info.eos_ids[0], 2);
+    fk_model_free(m);
+}
+
+static void test_generation_config_eos_overrides(void **state)
+{
+    ctx *c = *state;
+    const char *gen = "{\"eos_token_id\": [7, 9], \"do_sample\": true}";
+    tu_write_file(file_in(c, "generation_config.json"), gen, strlen(gen));
+    fk_error err = {0};
+    fk_model *m = load(c, &err);
+    if (!m)
+        fail_msg("%s", err.message);
+    fk_model_info info = fk_model_get_info(m);
+    assert_int_equal(info.n_eos, 2);
+    assert_int_equal(info.eos_ids[0], 7);
+    assert_int_equal(info.eos_ids[1], 9);
+    fk_model_free(m);
+
+    tu_write_file(file_in(c, "generation_config.json"), "{\"eos_token_id\": 5", 18);
+    expect_error(c, FK_ERR_FORMAT, "generation_config.json", "invalid JSON");
+    tu_write_file(file_in(c, "generation_config.json"), "{\"eos_token_id\": \"x\"}", 21);
+    expect_error(c, FK_ERR_FORMAT, "generation_config.json", "eos_token_id");
+}
+
+static void test_missing_directory_and_config(void **state)
+{
+    ctx *c = *state;
+    unlink(file_in(c, "config.json"));
+    expect_error(c, FK_ERR_IO, "config.json", "cannot open");
+    fk_error err = {0};
+    fk_model *m = (fk_model *)0x1;
+    assert_int_equal(fk_model_load("/nonexistent/model", NULL, &m, &err), FK_ERR_IO);
+    assert_null(m);
+    assert_non_null(strstr(err.message, "/nonexistent/model/config.json"));
+}
+
+static void test_malformed_config(void **state)
+{
+    ctx *c = *state;
+    tu_write_file(file_in(c, "config.json"), "{\"architectures\": [", 19);
+    expect_error(c, FK_ERR_FORMAT, "config.json", "invalid JSON");
+    tu_write_file(file_in(c, "config.json"), "[]", 2);
+    expect_error(c, FK_ERR_FORMAT, "config.json", "not a JSON object");
+}
+
+static void test_bad_config_fields(void **state)
+{
+    ctx *c = *state;
+    set_field(c, "hidden_size", cJSON_CreateString("big"));
+    expect_error(c, FK_ERR_FORMAT, "config.json", "\"hidden_size\" must be an integer");
+    set_field(c, "hidden_size", cJSON_CreateNumber(128.5));
+    expect_error(c, FK_ERR_FORMAT, "config.json", "\"hidden_size\" must be an integer");
+    set_field(c, "hidden_size", cJSON_CreateNumber(-128));
+    expect_error(c, FK_ERR_FORMAT, "config.json", "\"hidden_size\" is -128");
+    set_field(c, "hidden_size", cJSON_CreateNumber(128));
+    set_field(c, "num_key_value_heads", cJSON_CreateNumber(3));
+    expect_error(c, FK_ERR_FORMAT, "config.json", "not a multiple of num_key_value_heads");
+    set_field(c, "num_key_value_heads", cJSON_CreateNumber(1));
+    set_field(c, "rms_norm_eps", cJSON_CreateString("1e-5"));
+    expect_error(c, FK_ERR_FORMAT, "config.json", "\"rms_norm_eps\" must be a finite number");
+    set_field(c, "rms_norm_eps", cJSON_CreateNumber(1e-5));
+    set_field(c, "tie_word_embeddings", cJSON_CreateNumber(1));
+    expect_error(c, FK_ERR_FORMAT, "config.json", "\"tie_word_embeddings\" must be true or false");
+    set_field(c, "tie_word_embeddings", cJSON_CreateTrue());
+    set_field(c, "eos_token_id", cJSON_CreateNumber(99999));
+    expect_error(c, FK_ERR_FORMAT, "config.json", "eos_token_id");
+}
+
+static void test_unsupported_architecture(void **state)
+{
+    ctx *c = *state;
+    cJSON *archs = cJSON_CreateArray();
+    cJSON_AddItemToArray(archs, cJSON_CreateString("MambaForCausalLM"));
+    set_field(c, "architectures", archs);
+    expect_error(c, FK_ERR_UNSUPPORTED, "config.json", "unsupported architecture \"MambaForCausalLM\"");
+}
+
+static void test_unsupported_rope_type(void **state)
+{
+    ctx *c = *state;
+    cJSON *rope = cJSON_CreateObject();
+    cJSON_AddStringToObject(rope, "rope_type", "yarn");
+    cJSON_AddNumberToObject(rope, "factor", 4);
+    set_field(c, "rope_scaling", rope);
+    expect_error(c, FK_ERR_UNSUPPORTED, "config.json", "unsupported rope type \"yarn\"");
+    rope = cJSON_CreateObject();
+    cJSON_AddStringToObject(rope, "rope_type", "llama3");
+    cJSON_AddNumberToObject(rope, "factor", 8);
+    set_field(c, "rope_scaling", rope);
+    expect_error(c, FK_ERR_FORMAT, "config.json", "\"low_freq_factor\" is missing");
+}
+
+static void test_unsupported_activation(void **state)
+{
+    ctx *c = *state;
+    set_field(c, "hidden_act", cJSON_CreateString("relu"));
+    expect_error(c, FK_ERR_UNSUPPORTED, "config.json", "unsupported hidden_act \"relu\"");
+}
+
+static void test_gpt2_unsupported_activation(void **state)
+{
+    ctx *c = *state;
+    set_field(c, "activation_function", cJSON_CreateString("relu"));
+    expect_error(c, FK_ERR_UNSUPPORTED, "config.json", "unsupported activation_function \"relu\"");
+}
+
+static bool drop_down_proj_1(void *ctx_, char *name, bool *f32)
+{
+    (void)ctx_, (void)f32;
+    return strcmp(name, "model.layers.1.mlp.down_proj.weight") != 0;
+}
+
+static void test_missing_tensor(void **state)
+{
+    ctx *c = *state;
+    char shard[4096];
+    snprintf(shard, sizeof shard, "%s", file_in(c, "model-00002-of-00002.safetensors"));
+    char *stage = tu_make_temp_dir();
+    tu_copy_dir(c->dir, stage);
+    tu_rewrite_weights(stage, shard, drop_down_proj_1, NULL, NULL, 0);
+    tu_remove_dir(stage);
+    free(stage);
+    /* The index still names the dropped tensor. */
+    expect_error(c, FK_ERR_FORMAT, "model.safetensors.index.json",
+                 "\"model.layers.1.mlp.down_proj.weight\" is mapped to model-00002-of-00002.safetensors");
+    /* Without the index entry the model lacks it. */
+    char path[4096];
+    snprintf(path, sizeof path, "%s", file_in(c, "model.safetensors.index.json"));
+    cJSON *index = tu_read_json(path);
+    cJSON_DeleteItemFromObject(cJSON_GetObjectItem(index, "weight_map"), "model.layers.1.mlp.down_proj.weight");
+    tu_write_json(path, index);
+    cJSON_Delete(index);
+    expect_error(c, FK_ERR_FORMAT, c->dir, "missing tensor \"model.layers.1.mlp.down_proj.weight\"");
+}
+
+static void test_wrong_shape(void **state)
+{
+    ctx *c = *state;
+    /* A config that disagrees with the tensors: intermediate_size 384 → 256. */
+    set_field(c, "intermediate_size", cJSON_CreateNumber(256));
+    expect_error(c, FK_ERR_FORMAT, "model-00001-of-00002.safetensors",
+                 "\"model.layers.0.mlp.gate_proj.weight\" has shape [384, 128]; expected [256, 128]");
+}
+
+static void test_truncated_shard(void **state)
+{
+    ctx *c = *state;
+    const char *shard = file_in(c, "model-00002-of-00002.safetensors");
+    size_t len;
+    char *data = tu_read_file(shard, &len);
+    tu_write_file(shard, data, len / 2);
+    free(data);
+    expect_error(c, FK_ERR_FORMAT, "model-00002-of-00002.safetensors", "out of range");
+    tu_write_file(shard, "\x01\x02", 2);
+    expect_error(c, FK_ERR_FORMAT, "model-00002-of-00002.safetensors", "too short");
+}
+
+static void test_no_weights(void **state)
+{
+    ctx *c = *state;
+    unlink(file_in(c, "model.safetensors.index.json"));
+    expect_error(c, FK_ERR_IO, c->dir, "no model.safetensors or model.safetensors.index.json");
+}
+
+static void test_gpt2_missing_tensor(void **state)
+{
+    ctx *c = *state;
+    char *stage = tu_make_temp_dir();
+    tu_copy_dir(c->dir, stage);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/model.safetensors", c->dir);
+    tu_rewrite_weights(stage, path, NULL, NULL, NULL, 0);
+    tu_remove_dir(stage);
+    free(stage);
+    set_field(c, "tie_word_embeddings", cJSON_CreateFalse());
+    expect_error(c, FK_ERR_FORMAT, c->dir, "missing tensor \"lm_head.weight\"");
+}
+
+static void test_bad_params(void **state)
+{
+    ctx *c = *state;
+    fk_model_params p = fk_model_params_default();
+    p.prefill_chunk = 0;
+    fk_model *m = (fk_model *)0x1;
+    fk_error err = {0};
+    assert_int_equal(fk_model_load(c->dir, &p, &m, &err), FK_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(err.message, "prefill_chunk"));
+    assert_null(m);
+    p = fk_model_params_default();
+    p.device = FK_DEVICE_CUDA;
+#ifndef FK_HAVE_CUDA_BACKEND
+    assert_int_equal(fk_model_load(c->dir, &p, &m, &err), FK_ERR_DEVICE);
+    assert_non_null(strstr(err.message, "CUDA"));
+#endif
+}
+
+static void test_bad_prompts(void **state)
+{
+    ctx *c = *state;
+    fk_error err = {0};
+    fk_model *m = load(c, &err);
+    if (!m)
+        fail_msg("%s", err.message);
+    float *logits = malloc(4096 * sizeof(float));
+    int32_t bad[2] = {5, 4096}, neg[1] = {-1}, ok[1] = {5}, out[4];
+    assert_int_equal(fk_model_logits(m, bad, 2, false, logits, &err), FK_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(err.message, "token id 4096 at position 1 is out of vocabulary"));
+    assert_int_equal(fk_model_logits(m, neg, 1, false, logits, &err), FK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(fk_model_logits(m, ok, 0, false, logits, &err), FK_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(err.message, "prompt cannot be empty"));
+    fk_generate_params gp = fk_generate_params_default();
+    int n_out;
+    fk_finish_reason reason;
+    gp.max_tokens = 0;
+    assert_int_equal(fk_model_generate(m, ok, 1, &gp, out, &n_out, &reason, &err), FK_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(err.message, "max_tokens must be at least 1, got 0"));
+    gp.max_tokens = 131072;
+    assert_int_equal(fk_model_generate(m, ok, 1, &gp, out, &n_out, &reason, &err), FK_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(err.message, "exceeds context length 131072"));
+    gp.max_tokens = 4;
+    gp.temperature = -0.5f;
+    assert_int_equal(fk_model_generate(m, ok, 1, &gp, out, &n_out, &reason, &err), FK_ERR_INVALID_ARGUMENT);
+    gp.temperature = __builtin_nanf("");
+    assert_int_equal(fk_model_generate(m, ok, 1, &gp, out, &n_out, &reason, &err), FK_ERR_INVALID_ARGUMENT);
+    /* The model still works after the rejected calls. */
+    gp.temperature = 0;
+    assert_int_equal(fk_model_generate(m, ok, 1, &gp, out, &n_out, &reason, &err), FK_OK);
+    assert_int_equal(n_out, 4);
+    free(logits);
+    fk_model_free(m);
+}
+
+static void test_seeded_sampling_reproducible(void **state)
+{
+    ctx *c = *state;
+    fk_error err = {0};
+    fk_model *m = load(c, &err);
+    if (!m)
+        fail_msg("%s", err.message);
+    int32_t prompt[3] = {10, 20, 30}, a[32], b[32], g[32];
+    int na, nb, ng;
+    fk_finish_reason r;
+    fk_generate_params gp = fk_generate_params_default();
+    gp.max_tokens = 32;
+    gp.ignore_eos = true;
+    gp.temperature = 1.0f;
+    gp.seed = tu_seed();
+    assert_int_equal(fk_model_generate(m, prompt, 3, &gp, a, &na, &r, &err), FK_OK);
+    assert_int_equal(fk_model_generate(m, prompt, 3, &gp, b, &nb, &r, &err), FK_OK);
+    assert_int_equal(na, 32);
+    assert_memory_equal(a, b, sizeof a);
+    gp.temperature = 0;
+    assert_int_equal(fk_model_generate(m, prompt, 3, &gp, g, &ng, &r, &err), FK_OK);
+    /* Sampling at temperature 1 over 32 tokens of a random model does not retrace greedy decoding. */
+    assert_memory_not_equal(a, g, sizeof a);
+    fk_model_free(m);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_loads_and_describes, setup_llama, teardown),
+        cmocka_unit_test_setup_teardown(test_generation_config_eos_overrides, setup_llama, teardown),
+        cmocka_unit_test_setup_teardown(test_missing_directory_and_config, setup_llama, teardown),
+        cmocka_unit_test_setup_teardown(test_malformed_config, setup_llama, teardown),
+        cmocka_unit_test_setup_teardown(test_bad_config_fields, setup_llama, teardown),
+        cmocka_unit_test_setup_teardown(test_unsupported_architecture, setup_llama, teardown),
+        cmocka_unit_test_setup_teardown(test_unsupported_rope_type, setup_llama, teardown),
+        cmocka_unit_test_setup_teardown(test_unsupported_activation, setup_llama, teardown),
+        cmocka_unit_test_setup_teardown(test_gpt2_unsupported_activation, setup_gpt2, teardown),
+        cmocka_unit_test_setup_teardown(test_missing_tensor, setup_llama, teardown),
+        cmocka_unit_test_setup_teardown(test_wrong_shape, setup_llama, teardown),
+        cmocka_unit_test_setup_teardown(test_truncated_shard, setup_llama, teardown),
+        cmocka_unit_test_setup_teardown(test_no_weights, setup_llama, teardown),
+        cmocka_unit_test_setup_teardown(test_gpt2_missing_tensor, setup_gpt2, teardown),
+        cmocka_unit_test_setup_teardown(test_bad_params, setup_llama, teardown),
+        cmocka_unit_test_setup_teardown(test_bad_prompts, setup_llama, teardown),
+        cmocka_unit_test_setup_teardown(test_seeded_sampling_reproducible, setup_llama, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
