@@ -50,13 +50,13 @@ static fk_model *load(const char *dir, int prefill_chunk, int block_size)
     return m;
 }
 
-/* Checks model_dir against the references of fixture `ref` (tiny-llama3 or tiny-gpt2). */
+/* Checks model_dir against the references in fixture directory ref ("models/tiny-gpt2", ...). */
 static void check_against_reference(const char *model_dir, const char *ref, int prefill_chunk, int block_size)
 {
     char path[4096];
-    snprintf(path, sizeof path, "models/%s/reference.json", ref);
+    snprintf(path, sizeof path, "%s/reference.json", ref);
     cJSON *refj = tu_read_json(tu_fixture(path));
-    snprintf(path, sizeof path, "models/%s/last_logits.f32", ref);
+    snprintf(path, sizeof path, "%s/last_logits.f32", ref);
     size_t ref_len;
     float *ref_logits = (float *)tu_read_file(tu_fixture(path), &ref_len);
     const int vocab = cJSON_GetObjectItem(refj, "vocab_size")->valueint;
@@ -129,18 +129,18 @@ static void test_tiny_llama3(void **state)
 {
     (void)state;
     const char *dir = tu_fixture("models/tiny-llama3");
-    check_against_reference(dir, "tiny-llama3", 512, 16);
-    check_against_reference(dir, "tiny-llama3", 33, 16); /* chunks that end mid-block */
-    check_against_reference(dir, "tiny-llama3", 64, 5);  /* odd block size */
+    check_against_reference(dir, "models/tiny-llama3", 512, 16);
+    check_against_reference(dir, "models/tiny-llama3", 33, 16); /* chunks that end mid-block */
+    check_against_reference(dir, "models/tiny-llama3", 64, 5);  /* odd block size */
 }
 
 static void test_tiny_gpt2(void **state)
 {
     (void)state;
     const char *dir = tu_fixture("models/tiny-gpt2");
-    check_against_reference(dir, "tiny-gpt2", 512, 16);
-    check_against_reference(dir, "tiny-gpt2", 33, 16);
-    check_against_reference(dir, "tiny-gpt2", 64, 5);
+    check_against_reference(dir, "models/tiny-gpt2", 512, 16);
+    check_against_reference(dir, "models/tiny-gpt2", 33, 16);
+    check_against_reference(dir, "models/tiny-gpt2", 64, 5);
 }
 
 static void test_shakespeare_greedy(void **state)
@@ -175,6 +175,20 @@ static void test_shakespeare_greedy(void **state)
     assert_int_equal(checked, 3);
     fk_model_free(m);
     cJSON_Delete(refj);
+}
+
+/* Directories written by transformers' save_pretrained with varied configs (tests/fixtures/hf-variants). */
+static void test_hf_variants(void **state)
+{
+    (void)state;
+    const char *variants[] = {"llama-mha-untied-f32", "llama-gqa-headdim-linear-bf16", "llama-bias-llama3-f16-sharded",
+                              "gpt2-inner-layerscale-f16", "gpt2-untied-f32-sharded"};
+    for (size_t i = 0; i < sizeof variants / sizeof variants[0]; i++) {
+        char rel[256];
+        snprintf(rel, sizeof rel, "hf-variants/%s", variants[i]);
+        check_against_reference(tu_fixture(rel), rel, 512, 16);
+        check_against_reference(tu_fixture(rel), rel, 7, 3);
+    }
 }
 
 /* ---- rewritten directories that must give the same outputs ---- */
@@ -226,7 +240,7 @@ static void test_llama_single_file_f32_new_config(void **state)
     cJSON_AddItemToObject(cfg, "rope_parameters", rope);
     save_config(dir, cfg);
     cJSON_Delete(cfg);
-    check_against_reference(dir, "tiny-llama3", 512, 16);
+    check_against_reference(dir, "models/tiny-llama3", 512, 16);
     tu_remove_dir(dir);
     free(dir);
 }
@@ -274,7 +288,7 @@ static void test_llama_zero_biases_untied_head(void **state)
     cJSON_ReplaceItemInObject(cfg, "tie_word_embeddings", cJSON_CreateFalse());
     save_config(dir, cfg);
     cJSON_Delete(cfg);
-    check_against_reference(dir, "tiny-llama3", 512, 16);
+    check_against_reference(dir, "models/tiny-llama3", 512, 16);
     free(head);
     free(zeros);
     tu_remove_dir(dir);
@@ -316,7 +330,7 @@ static void test_gpt2_prefixed_sharded(void **state)
     cJSON *cfg = config_of(src);
     save_config(dir, cfg);
     cJSON_Delete(cfg);
-    check_against_reference(dir, "tiny-gpt2", 512, 16);
+    check_against_reference(dir, "models/tiny-gpt2", 512, 16);
     tu_remove_dir(stage);
     tu_remove_dir(dir);
     free(stage);
@@ -329,6 +343,7 @@ int main(void)
         cmocka_unit_test(test_tiny_llama3),
         cmocka_unit_test(test_tiny_gpt2),
         cmocka_unit_test(test_shakespeare_greedy),
+        cmocka_unit_test(test_hf_variants),
         cmocka_unit_test(test_llama_single_file_f32_new_config),
         cmocka_unit_test(test_llama_zero_biases_untied_head),
         cmocka_unit_test(test_gpt2_prefixed_sharded),
