@@ -225,4 +225,13 @@ void tokenizer_bpe_scratch_free(tok_bpe_scratch *sc);
 /* True when decode with skip_special drops id (an id of a special added token). id must be in range. */
 bool tokenizer_is_special(const fk_tokenizer *t, int32_t id);
 
+/* True when the bytes of id (through the ByteLevel or ByteFallback decoder) begin with a UTF-8 continuation
+ * byte: decoding from it starts inside a character. id must be in range. */
+bool tokenizer_starts_inside_char(const fk_tokenizer *t, int32_t id);
+
+/* fk_tokenizer_decode that also tells whether the text ends in an incomplete UTF-8 sequence from byte tokens
+ * (its U+FFFD may still become a character when the next tokens bring the missing bytes). */
+fk_status tokenizer_decode(const fk_tokenizer *t, const int32_t *ids, int n_ids, bool skip_special, char **text,
+                           size_t *len, bool *incomplete, fk_error *err);
+
 #endif

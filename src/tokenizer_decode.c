@@ -66,7 +66,7 @@ static int char_byte(uint32_t cp)
 
 /* ByteLevel: every string becomes its bytes (or stays as it is when a character is not a byte character), all
  * of them concatenated and converted lossily: one string. */
-static bool dec_byte_level(const strs *in, strs *out)
+static bool dec_byte_level(const strs *in, strs *out, bool *incomplete)
 {
     char *bytes = malloc(in->len + 1);
     if (!bytes)
@@ -89,6 +89,7 @@ static bool dec_byte_level(const strs *in, strs *out)
         }
         n = k;
     }
+    *incomplete = utf8_ends_incomplete(bytes, n);
     size_t from = out->len;
     char *b = tokenizer_reserve(out->buf, &out->cap, out->len + 3 * n + 1, 1);
     bool ok = b != NULL;
@@ -141,7 +142,7 @@ static int fallback_byte(const char *s, size_t len)
 
 /* ByteFallback: runs of "<0xHH>" strings become the string of their bytes when that is valid UTF-8, else one
  * U+FFFD per byte; other strings pass. */
-static bool dec_byte_fallback(const strs *in, strs *out)
+static bool dec_byte_fallback(const strs *in, strs *out, bool *incomplete)
 {
     char *run = malloc(in->n + 1);
     if (!run)
@@ -157,6 +158,7 @@ static bool dec_byte_fallback(const strs *in, strs *out)
             continue;
         }
         if (n_run > 0) {
+            *incomplete = !s && utf8_ends_incomplete(run, n_run); /* a run that ends the text */
             if (utf8_check(run, n_run) == n_run) {
                 ok = add_str(out, run, n_run);
             } else {
@@ -233,6 +235,21 @@ static bool dec_metaspace(const tok_dec *d, const strs *in, strs *out)
     return true;
 }
 
+bool tokenizer_starts_inside_char(const fk_tokenizer *t, int32_t id)
+{
+    tok_str str = t->dec_tok[id];
+    const char *s = tokenizer_str(t, str);
+    for (int k = 0; k < t->n_dec && str.off != TOK_NONE && str.len > 0; k++) {
+        uint32_t cp;
+        int b = t->dec[k].kind == TOK_DEC_BYTE_FALLBACK ? fallback_byte(s, str.len)
+                : t->dec[k].kind == TOK_DEC_BYTE_LEVEL && utf8_next(s, str.len, &cp) > 0 ? char_byte(cp)
+                                                                                         : -1;
+        if (b >= 0)
+            return (b & 0xC0) == 0x80;
+    }
+    return false;
+}
+
 bool tokenizer_is_special(const fk_tokenizer *t, int32_t id)
 {
     return t->special[id] != 0;
@@ -241,8 +258,16 @@ bool tokenizer_is_special(const fk_tokenizer *t, int32_t id)
 fk_status fk_tokenizer_decode(const fk_tokenizer *t, const int32_t *ids, int n_ids, bool skip_special, char **text,
                               size_t *len, fk_error *err)
 {
+    bool incomplete;
+    return tokenizer_decode(t, ids, n_ids, skip_special, text, len, &incomplete, err);
+}
+
+fk_status tokenizer_decode(const fk_tokenizer *t, const int32_t *ids, int n_ids, bool skip_special, char **text,
+                           size_t *len, bool *incomplete, fk_error *err)
+{
     *text = NULL;
     *len = 0;
+    *incomplete = false;
     if (n_ids < 0 || (!ids && n_ids > 0))
         return fk_error_set(err, FK_ERR_INVALID_ARGUMENT, "invalid id list (%d ids)", n_ids);
     for (int i = 0; i < n_ids; i++) {
@@ -261,9 +286,9 @@ fk_status fk_tokenizer_decode(const fk_tokenizer *t, const int32_t *ids, int n_i
         const tok_dec *d = &t->dec[k];
         b.len = b.n = 0;
         switch (d->kind) {
-        case TOK_DEC_BYTE_LEVEL: ok = dec_byte_level(&a, &b); break;
+        case TOK_DEC_BYTE_LEVEL: ok = dec_byte_level(&a, &b, incomplete); break;
         case TOK_DEC_REPLACE: ok = dec_replace(t, d, &a, &b); break;
-        case TOK_DEC_BYTE_FALLBACK: ok = dec_byte_fallback(&a, &b); break;
+        case TOK_DEC_BYTE_FALLBACK: ok = dec_byte_fallback(&a, &b, incomplete); break;
         case TOK_DEC_FUSE: ok = dec_fuse(&a, &b); break;
         case TOK_DEC_STRIP: ok = dec_strip(d, &a, &b); break;
         case TOK_DEC_METASPACE: ok = dec_metaspace(d, &a, &b); break;

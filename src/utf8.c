@@ -113,6 +113,19 @@ size_t utf8_lossy(const char *s, size_t len, char *out)
     return o;
 }
 
+bool utf8_ends_incomplete(const char *s, size_t len)
+{
+    /* The last sequence starts at most 3 bytes back: the last byte that is not a continuation byte. */
+    for (size_t back = 1; back <= 3 && back <= len; back++) {
+        unsigned char b = (unsigned char)s[len - back];
+        if ((b & 0xC0) == 0x80)
+            continue;
+        uint32_t cp;
+        return b >= 0xC2 && b <= 0xF4 && utf8_next(s + len - back, back, &cp) == -(int)back;
+    }
+    return false;
+}
+
 bool utf8_is_white_space(uint32_t cp)
 {
     return (cp >= 0x09 && cp <= 0x0D) || cp == 0x20 || cp == 0x85 || cp == 0xA0 || cp == 0x1680 ||

@@ -26,6 +26,10 @@ size_t utf8_count(const char *s, size_t len);
  * out must hold 3 * len bytes. Returns the bytes written. */
 size_t utf8_lossy(const char *s, size_t len, char *out);
 
+/* True when s[len] ends with the start of a valid UTF-8 sequence that lacks its last bytes (more bytes could
+ * complete it), as opposed to complete text or bytes that can never become valid. */
+bool utf8_ends_incomplete(const char *s, size_t len);
+
 /* Unicode White_Space, Rust's char::is_whitespace. */
 bool utf8_is_white_space(uint32_t cp);
 
