@@ -3,7 +3,7 @@
 # Installs only what is missing; uses sudo when not run as root.
 set -eu
 
-PACKAGES="gcc libc6-dev pkg-config meson ninja-build libcjson-dev libcmocka-dev"
+PACKAGES="gcc libc6-dev pkg-config meson ninja-build libcjson-dev libcmocka-dev libpcre2-dev"
 
 missing=""
 for p in $PACKAGES; do

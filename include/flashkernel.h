@@ -10,6 +10,7 @@
 #define FLASHKERNEL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -60,7 +61,9 @@ fk_model_params fk_model_params_default(void);
  * config.json's). Supported: LlamaForCausalLM, GPT2LMHeadModel.
  * Errors: FK_ERR_IO (missing/unreadable file), FK_ERR_FORMAT (malformed JSON or safetensors, missing tensor,
  * wrong shape), FK_ERR_UNSUPPORTED (architecture, dtype, rope type, activation), FK_ERR_INVALID_ARGUMENT
- * (params), FK_ERR_OUT_OF_MEMORY, FK_ERR_DEVICE. On failure *out is NULL and nothing is leaked. */
+ * (params), FK_ERR_OUT_OF_MEMORY, FK_ERR_DEVICE. tokenizer.json, when the directory has one, is loaded too
+ * (fk_model_tokenizer) and a broken one fails the load with its message. On failure *out is NULL and nothing is
+ * leaked. */
 fk_status fk_model_load(const char *dir, const fk_model_params *params, fk_model **out, fk_error *err);
 
 /* Frees the model and everything it owns. NULL is allowed. */
@@ -119,6 +122,41 @@ fk_generate_params fk_generate_params_default(void);
  * temperature not finite or outside [0, 2], max_tokens < 1), FK_ERR_OUT_OF_MEMORY, FK_ERR_DEVICE. */
 fk_status fk_model_generate(fk_model *model, const int32_t *prompt, int n_prompt, const fk_generate_params *params,
                             int32_t *out_ids, int *n_out, fk_finish_reason *reason, fk_error *err);
+
+/* ---- Tokenizer ---- */
+
+/* A Hugging Face tokenizer.json: BPE (GPT-2, Llama-2, Llama-3 families) with its normalizer, pre-tokenizer,
+ * post-processor and decoder, giving the ids Hugging Face tokenizers gives. Immutable once loaded: any number of
+ * threads may encode and decode with one tokenizer at the same time. */
+typedef struct fk_tokenizer fk_tokenizer;
+
+/* Loads a tokenizer.json. Errors: FK_ERR_IO, FK_ERR_FORMAT (malformed JSON / fields, regex that does not compile),
+ * FK_ERR_UNSUPPORTED (unknown model/normalizer/pre_tokenizer/post_processor/decoder type, naming it). */
+fk_status fk_tokenizer_load(const char *path, fk_tokenizer **out, fk_error *err);
+
+void fk_tokenizer_free(fk_tokenizer *tok);
+
+/* Highest id + 1, added tokens included. */
+int fk_tokenizer_vocab_size(const fk_tokenizer *tok);
+
+/* Encodes UTF-8 text (len bytes, need not be NUL-terminated). add_special applies the post-processor template
+ * (e.g. BOS). *ids is malloc'd; release with fk_free. Invalid UTF-8: FK_ERR_INVALID_ARGUMENT "text is not valid
+ * UTF-8 at byte N" (Hugging Face takes only Unicode strings and refuses anything else). */
+fk_status fk_tokenizer_encode(const fk_tokenizer *tok, const char *text, size_t len, bool add_special, int32_t **ids,
+                              int *n_ids, fk_error *err);
+
+/* Decodes ids to UTF-8 (*text malloc'd, NUL-terminated, *len bytes; fk_free). Invalid byte sequences from
+ * byte-level/byte-fallback tokens become U+FFFD as Hugging Face's decode does. An id out of range:
+ * FK_ERR_INVALID_ARGUMENT naming it. */
+fk_status fk_tokenizer_decode(const fk_tokenizer *tok, const int32_t *ids, int n_ids, bool skip_special, char **text,
+                              size_t *len, fk_error *err);
+
+/* Releases memory the library returned (ids, text). NULL allowed. */
+void fk_free(void *p);
+
+/* The model's tokenizer (tokenizer.json in its directory), or NULL when the directory has none. Owned by the
+ * model. */
+const fk_tokenizer *fk_model_tokenizer(const fk_model *model);
 
 #ifdef __cplusplus
 }

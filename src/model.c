@@ -3,8 +3,10 @@
 #include "model.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "error.h"
 #include "sampler.h"
@@ -44,6 +46,20 @@ static fk_status create_backend(const fk_model_params *p, backend **out, fk_erro
     return backend_cpu_create(p->n_threads, out, err);
 }
 
+/* DIR/tokenizer.json when it exists; *tok stays NULL when it does not. */
+static fk_status load_tokenizer(const char *dir, fk_tokenizer **tok, fk_error *err)
+{
+    size_t n = strlen(dir) + sizeof "/tokenizer.json";
+    char *path = malloc(n);
+    if (!path)
+        return fk_error_set(err, FK_ERR_OUT_OF_MEMORY, "out of memory");
+    snprintf(path, n, "%s/tokenizer.json", dir);
+    struct stat sb;
+    fk_status s = stat(path, &sb) == 0 ? fk_tokenizer_load(path, tok, err) : FK_OK;
+    free(path);
+    return s;
+}
+
 void fk_model_free(fk_model *m)
 {
     if (!m)
@@ -53,6 +69,7 @@ void fk_model_free(fk_model *m)
         model_weights_free(&m->w, m->be);
         m->be->ops->destroy(m->be);
     }
+    fk_tokenizer_free(m->tok);
     free(m);
 }
 
@@ -87,6 +104,8 @@ fk_status fk_model_load(const char *dir, const fk_model_params *params, fk_model
     int max_blocks = (c->max_context + p.kv_block_size - 1) / p.kv_block_size;
     if ((s = forward_ws_create(m, max_tokens, 1, max_blocks, max_logits, &m->ws, err)))
         goto fail;
+    if ((s = load_tokenizer(dir, &m->tok, err)))
+        goto fail;
     *out = m;
     return FK_OK;
 fail:
@@ -114,6 +133,11 @@ fk_model_info fk_model_get_info(const fk_model *m)
     for (int i = 0; i < c->n_eos; i++)
         info.eos_ids[i] = c->eos_ids[i];
     return info;
+}
+
+const fk_tokenizer *fk_model_tokenizer(const fk_model *m)
+{
+    return m->tok;
 }
 
 static fk_status check_prompt(const fk_model *m, const int32_t *ids, int n, int extra, fk_error *err)

@@ -1,4 +1,5 @@
-/* cli.c — option parsing helpers for the flashkernel command: strict numbers, id lists, devices. */
+/* cli.c — helpers of the flashkernel subcommands: strict numbers, id lists, devices, loading models and
+ * tokenizers, reading files, JSON strings. */
 #include "cli.h"
 
 #include <errno.h>
@@ -109,6 +110,76 @@ fk_model *cli_load_model(const char *dir, const fk_model_params *params)
         return NULL;
     }
     return m;
+}
+
+fk_tokenizer *cli_load_tokenizer(const char *dir, const char *file)
+{
+    char path[4096];
+    if (!file) {
+        snprintf(path, sizeof path, "%s/tokenizer.json", dir);
+        file = path;
+    }
+    fk_tokenizer *t = NULL;
+    fk_error err = {0};
+    if (fk_tokenizer_load(file, &t, &err)) {
+        fprintf(stderr, "error: %s\n", err.message);
+        return NULL;
+    }
+    return t;
+}
+
+char *cli_read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "error: cannot open %s: %s\n", path, strerror(errno));
+        return NULL;
+    }
+    size_t cap = 1 << 16, n = 0, got;
+    char *buf = malloc(cap);
+    while (buf && (got = fread(buf + n, 1, cap - n - 1, f)) > 0) {
+        n += got;
+        if (cap - n < 2) {
+            char *grown = realloc(buf, cap * 2);
+            if (!grown) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = grown, cap *= 2;
+        }
+    }
+    bool failed = !buf || ferror(f);
+    fclose(f);
+    if (failed) {
+        fprintf(stderr, "error: cannot read %s\n", path);
+        free(buf);
+        return NULL;
+    }
+    buf[n] = '\0';
+    *len = n;
+    return buf;
+}
+
+void cli_print_json_string(FILE *f, const char *s, size_t len)
+{
+    fputc('"', f);
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c == '\n')
+            fputs("\\n", f);
+        else if (c == '\t')
+            fputs("\\t", f);
+        else if (c == '\r')
+            fputs("\\r", f);
+        else if (c < 0x20 || c == 0x7f)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
+    }
+    fputc('"', f);
 }
 
 double cli_now(void)

@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "flashkernel.h"
 
@@ -23,10 +24,23 @@ const char *cli_default_model(void);
 /* Loads a model, printing the loader's message on failure. */
 fk_model *cli_load_model(const char *dir, const fk_model_params *params);
 
+/* A tokenizer from a tokenizer.json file, or from DIR/tokenizer.json when file is NULL; prints why on failure. */
+fk_tokenizer *cli_load_tokenizer(const char *dir, const char *file);
+
+/* A whole file, malloc'd and NUL-terminated; prints why and returns NULL on failure. */
+char *cli_read_file(const char *path, size_t *len);
+
+/* Writes s[len] as a JSON string (quoted, escaped). */
+void cli_print_json_string(FILE *f, const char *s, size_t len);
+
 /* Seconds on a monotonic clock. */
 double cli_now(void);
 
 int cmd_generate(int argc, char **argv);
 int cmd_logits(int argc, char **argv);
+int cmd_tokenize(int argc, char **argv);
+int cmd_detokenize(int argc, char **argv);
+int cmd_perplexity(int argc, char **argv);
+int cmd_bench_tokenizer(int argc, char **argv);
 
 #endif

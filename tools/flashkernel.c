@@ -9,15 +9,19 @@ static const struct {
     int (*run)(int argc, char **argv);
     const char *help;
 } commands[] = {
-    {"generate", cmd_generate, "continue a prompt of token ids"},
+    {"generate", cmd_generate, "continue a prompt (text or token ids)"},
     {"logits", cmd_logits, "write the last position's logits of a prompt as float32"},
+    {"tokenize", cmd_tokenize, "text to token ids"},
+    {"detokenize", cmd_detokenize, "token ids to text"},
+    {"perplexity", cmd_perplexity, "perplexity of the model on a text file"},
+    {"bench-tokenizer", cmd_bench_tokenizer, "encoding speed of the tokenizer (MB/s, one thread)"},
 };
 
 static void usage(FILE *f)
 {
     fprintf(f, "usage: flashkernel COMMAND [options]   (flashkernel COMMAND --help for its options)\n\ncommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
+        fprintf(f, "  %-16s %s\n", commands[i].name, commands[i].help);
 }
 
 int main(int argc, char **argv)
