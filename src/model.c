@@ -1,5 +1,5 @@
-/* model.c — the model-level public API: load a directory, describe it, logits of a prompt, and generation of
- * one sequence (each call gets its own KV cache sized to what it needs). */
+/* model.c — the model-level public API: load a directory, describe it, logits of a prompt (each call gets its own
+ * KV cache sized to the prompt, blocks in order, and runs the prompt in chunks of prefill_chunk tokens). */
 #include "model.h"
 
 #include <math.h>
@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "error.h"
-#include "sampler.h"
 
 /* Logit rows the model-level workspace holds: at most this many bytes of float32 logits. */
 #define LOGITS_BUDGET_BYTES (64u << 20)
@@ -15,11 +14,6 @@
 fk_model_params fk_model_params_default(void)
 {
     return (fk_model_params){.device = FK_DEVICE_AUTO, .n_threads = 0, .prefill_chunk = 512, .kv_block_size = 16};
-}
-
-fk_generate_params fk_generate_params_default(void)
-{
-    return (fk_generate_params){.max_tokens = 16, .temperature = 0.0f, .seed = 0, .ignore_eos = false};
 }
 
 static fk_status check_params(const fk_model_params *p, fk_error *err)
@@ -225,59 +219,5 @@ fk_status fk_model_logits(fk_model *m, const int32_t *ids, int n_ids, bool all_p
         return s;
     s = sequence_prefill(m, &q, ids, n_ids, all_positions, logits, err);
     sequence_free(&q);
-    return s;
-}
-
-static bool is_eos(const model_config *c, int id)
-{
-    for (int i = 0; i < c->n_eos; i++)
-        if (c->eos_ids[i] == id)
-            return true;
-    return false;
-}
-
-fk_status fk_model_generate(fk_model *m, const int32_t *prompt, int n_prompt, const fk_generate_params *params,
-                            int32_t *out_ids, int *n_out, fk_finish_reason *reason, fk_error *err)
-{
-    const fk_generate_params p = params ? *params : fk_generate_params_default();
-    *n_out = 0;
-    *reason = FK_FINISH_NONE;
-    if (p.max_tokens < 1)
-        return fk_error_set(err, FK_ERR_INVALID_ARGUMENT, "max_tokens must be at least 1, got %d", p.max_tokens);
-    if (!isfinite(p.temperature) || p.temperature < 0 || p.temperature > 2)
-        return fk_error_set(err, FK_ERR_INVALID_ARGUMENT, "temperature must be a finite number in [0, 2], got %g",
-                            (double)p.temperature);
-    fk_status s = check_prompt(m, prompt, n_prompt, p.max_tokens, err);
-    if (s)
-        return s;
-    float *logits = malloc((size_t)m->cfg.vocab_size * sizeof(float));
-    if (!logits)
-        return fk_error_set(err, FK_ERR_OUT_OF_MEMORY, "out of memory");
-    sequence q;
-    if ((s = sequence_init(m, n_prompt + p.max_tokens, &q, err))) {
-        free(logits);
-        return s;
-    }
-    rng r;
-    rng_seed(&r, p.seed);
-    s = sequence_prefill(m, &q, prompt, n_prompt, false, logits, err);
-    int n = 0;
-    while (!s) {
-        int32_t id = p.temperature > 0 ? sampler_temperature(logits, m->cfg.vocab_size, p.temperature, &r)
-                                       : sampler_argmax(logits, m->cfg.vocab_size);
-        out_ids[n++] = id;
-        if (!p.ignore_eos && is_eos(&m->cfg, id)) {
-            *reason = FK_FINISH_EOS;
-            break;
-        }
-        if (n == p.max_tokens) {
-            *reason = FK_FINISH_LENGTH;
-            break;
-        }
-        s = sequence_extend(m, &q, &id, 1, false, true, logits, err);
-    }
-    *n_out = n;
-    sequence_free(&q);
-    free(logits);
     return s;
 }

@@ -1,7 +1,26 @@
-/* sampler.c — token choice: argmax, and sampling from the temperature-scaled softmax with xoshiro256**. */
+/* sampler.c — token choice in vLLM's order: penalties → temperature → min-p → top-k → top-p → draw. Greedy
+ * takes the argmax after the penalties. Works on a copy of the logits, in float with double sums. */
 #include "sampler.h"
 
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+
+/* A candidate token and its transformed logit. */
+typedef struct scored {
+    float value;
+    int32_t token;
+} scored;
+
+struct sampler {
+    int vocab;
+    float *work;    /* [vocab] the logits being transformed */
+    scored *cand;   /* [vocab] candidates */
+    int32_t *count; /* [vocab] occurrences among generated tokens; zero between calls */
+    uint8_t *seen;  /* [vocab] 1 if in prompt or output; zero between calls */
+};
 
 static uint64_t splitmix64(uint64_t *x)
 {
@@ -46,17 +65,159 @@ int sampler_argmax(const float *logits, int vocab)
     return best;
 }
 
-int sampler_temperature(const float *logits, int vocab, float temperature, rng *r)
+fk_status sampler_create(int vocab, sampler **out, fk_error *err)
 {
-    const float max = logits[sampler_argmax(logits, vocab)];
-    double sum = 0;
-    for (int i = 0; i < vocab; i++)
-        sum += exp((double)(logits[i] - max) / temperature);
-    double target = rng_uniform(r) * sum, acc = 0;
-    for (int i = 0; i < vocab; i++) {
-        acc += exp((double)(logits[i] - max) / temperature);
-        if (acc > target)
-            return i;
+    sampler *s = calloc(1, sizeof *s);
+    if (s) {
+        s->vocab = vocab;
+        s->work = malloc((size_t)vocab * sizeof *s->work);
+        s->cand = malloc((size_t)vocab * sizeof *s->cand);
+        s->count = calloc((size_t)vocab, sizeof *s->count);
+        s->seen = calloc((size_t)vocab, 1);
     }
-    return sampler_argmax(logits, vocab); /* rounding left target unreached: the mode is the safe choice */
+    if (!s || !s->work || !s->cand || !s->count || !s->seen) {
+        sampler_destroy(s);
+        return fk_error_set(err, FK_ERR_OUT_OF_MEMORY, "sampler for %d tokens: out of memory", vocab);
+    }
+    *out = s;
+    return FK_OK;
+}
+
+void sampler_destroy(sampler *s)
+{
+    if (!s)
+        return;
+    free(s->work);
+    free(s->cand);
+    free(s->count);
+    free(s->seen);
+    free(s);
+}
+
+/* Repetition (prompt and output: divide positive logits, multiply negative ones), presence and frequency
+ * (output only: subtract) penalties on s->work. */
+static void apply_penalties(sampler *s, const fk_sampling_params *p, const int32_t *tokens, int n_prompt,
+                            int n_tokens)
+{
+    const bool rep = p->repetition_penalty != 1.0f, pres_freq = p->presence_penalty != 0 || p->frequency_penalty != 0;
+    if (!rep && !pres_freq)
+        return;
+    for (int i = 0; i < n_tokens; i++) {
+        s->seen[tokens[i]] = 1;
+        if (i >= n_prompt)
+            s->count[tokens[i]]++;
+    }
+    for (int i = 0; i < n_tokens; i++) {
+        int32_t t = tokens[i];
+        if (!s->seen[t])
+            continue; /* already applied for an earlier occurrence */
+        if (rep)
+            s->work[t] = s->work[t] > 0 ? s->work[t] / p->repetition_penalty : s->work[t] * p->repetition_penalty;
+        if (s->count[t] > 0)
+            s->work[t] -= p->presence_penalty + p->frequency_penalty * (float)s->count[t];
+        s->seen[t] = 0;
+        s->count[t] = 0;
+    }
+}
+
+/* Descending value, then ascending token. */
+static int by_value_desc(const void *a, const void *b)
+{
+    const scored *x = a, *y = b;
+    if (x->value != y->value)
+        return x->value > y->value ? -1 : 1;
+    return x->token - y->token;
+}
+
+/* Moves the k largest candidates to the front of cand[0..n) (quickselect; expected O(n)). */
+static void select_top_k(scored *cand, int n, int k)
+{
+    int lo = 0, hi = n - 1;
+    while (lo < hi) {
+        float pivot = cand[(lo + hi) / 2].value;
+        int i = lo, j = hi;
+        while (i <= j) {
+            while (cand[i].value > pivot)
+                i++;
+            while (cand[j].value < pivot)
+                j--;
+            if (i <= j) {
+                scored t = cand[i];
+                cand[i++] = cand[j];
+                cand[j--] = t;
+            }
+        }
+        if (k - 1 <= j)
+            hi = j;
+        else if (k - 1 >= i)
+            lo = i;
+        else
+            break;
+    }
+}
+
+int32_t sampler_sample(sampler *s, const float *logits, const fk_sampling_params *p, const int32_t *tokens,
+                       int n_prompt, int n_tokens, rng *r)
+{
+    const int V = s->vocab;
+    memcpy(s->work, logits, (size_t)V * sizeof *s->work);
+    apply_penalties(s, p, tokens, n_prompt, n_tokens);
+    if (p->temperature == 0)
+        return sampler_argmax(s->work, V);
+
+    /* Temperature, then min-p: keep tokens whose probability is at least min_p times the largest. */
+    const float max = s->work[sampler_argmax(s->work, V)];
+    const float floor = p->min_p > 0 ? logf(p->min_p) : -INFINITY;
+    int n = 0;
+    for (int i = 0; i < V; i++) {
+        float v = (s->work[i] - max) / p->temperature; /* <= 0; the max is 0 */
+        if (v >= floor)
+            s->cand[n++] = (scored){.value = v, .token = i};
+    }
+    if (n == 0) /* only NaN logits: nothing to sample from */
+        return sampler_argmax(logits, V);
+    if (p->top_k > 0 && p->top_k < n) {
+        select_top_k(s->cand, n, p->top_k);
+        n = p->top_k;
+    }
+    double total = 0;
+    for (int i = 0; i < n; i++)
+        total += exp(s->cand[i].value);
+    if (p->top_p < 1.0f) {
+        /* The most likely tokens whose probabilities first reach top_p (at least one). */
+        qsort(s->cand, (size_t)n, sizeof *s->cand, by_value_desc);
+        double kept = 0;
+        int m = 0;
+        while (m < n && (m == 0 || kept < p->top_p * total))
+            kept += exp(s->cand[m++].value);
+        n = m;
+        total = kept;
+    }
+    double target = rng_uniform(r) * total, acc = 0;
+    for (int i = 0; i < n; i++) {
+        acc += exp(s->cand[i].value);
+        if (acc > target)
+            return s->cand[i].token;
+    }
+    return s->cand[n - 1].token; /* rounding left the target just out of reach: the last kept token */
+}
+
+float sampler_logprobs(sampler *s, const float *logits, int32_t chosen, int n_top, fk_logprob *top)
+{
+    const int V = s->vocab;
+    const float max = logits[sampler_argmax(logits, V)];
+    double sum = 0;
+    for (int i = 0; i < V; i++)
+        sum += exp((double)logits[i] - max);
+    const float lse = max + (float)log(sum);
+    if (n_top > 0) {
+        for (int i = 0; i < V; i++)
+            s->cand[i] = (scored){.value = logits[i], .token = i};
+        n_top = n_top < V ? n_top : V;
+        select_top_k(s->cand, V, n_top);
+        qsort(s->cand, (size_t)n_top, sizeof *s->cand, by_value_desc);
+        for (int i = 0; i < n_top; i++)
+            top[i] = (fk_logprob){.token = s->cand[i].token, .logprob = s->cand[i].value - lse};
+    }
+    return logits[chosen] - lse;
 }
