@@ -2,6 +2,7 @@
 #ifndef FK_CLI_H
 #define FK_CLI_H
 
+#include <getopt.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -23,10 +24,22 @@ const char *cli_default_model(void);
 /* Loads a model, printing the loader's message on failure. */
 fk_model *cli_load_model(const char *dir, const fk_model_params *params);
 
+/* Engine flags shared by generate and bench-engine: --block-size --num-blocks --kv-cache-mb --max-num-seqs
+ * --max-num-batched-tokens --max-model-len. Option values start at CLI_ENGINE_OPTION_BASE. */
+enum { CLI_ENGINE_OPTION_BASE = 1000, CLI_ENGINE_OPTION_COUNT = 6 };
+extern const struct option cli_engine_options[CLI_ENGINE_OPTION_COUNT];
+extern const char cli_engine_usage[];
+/* Applies one of those options; false (after printing why) for a bad value. */
+bool cli_engine_option(int opt, const char *arg, fk_engine_params *ep);
+
+/* Creates the engine, printing the message on failure. */
+fk_engine *cli_create_engine(fk_model *m, const fk_engine_params *ep);
+
 /* Seconds on a monotonic clock. */
 double cli_now(void);
 
 int cmd_generate(int argc, char **argv);
 int cmd_logits(int argc, char **argv);
+int cmd_bench_engine(int argc, char **argv);
 
 #endif

@@ -11,6 +11,7 @@ static const struct {
 } commands[] = {
     {"generate", cmd_generate, "continue a prompt of token ids"},
     {"logits", cmd_logits, "write the last position's logits of a prompt as float32"},
+    {"bench-engine", cmd_bench_engine, "throughput of N requests run together through the engine"},
 };
 
 static void usage(FILE *f)
