@@ -339,6 +339,13 @@ static fk_status cpu_attention(backend *b, void *out, const void *qkv, const kv_
     return FK_OK;
 }
 
+static size_t cpu_attention_scratch_bytes(const backend *b, int max_tokens, int max_seqs, int n_heads,
+                                          int n_kv_heads, int head_dim)
+{
+    (void)b, (void)max_tokens, (void)max_seqs, (void)n_heads, (void)n_kv_heads, (void)head_dim;
+    return 0;
+}
+
 static fk_status cpu_silu_mul(backend *b, void *out, const void *gate_up, int n, int f, fk_error *err)
 {
     (void)err;
@@ -389,6 +396,7 @@ static const backend_ops cpu_ops = {
     .add_layer_norm = cpu_add_layer_norm,
     .linear = cpu_linear,
     .rope_store_kv = cpu_rope_store_kv,
+    .attention_scratch_bytes = cpu_attention_scratch_bytes,
     .attention = cpu_attention,
     .silu_mul = cpu_silu_mul,
     .gelu_tanh = cpu_gelu_tanh,

@@ -31,10 +31,19 @@ static fk_status check_params(const fk_model_params *p, fk_error *err)
     return FK_OK;
 }
 
+/* cuda: the GPU or an error; auto: the GPU when this build has CUDA and a device answers, else the CPU. */
 static fk_status create_backend(const fk_model_params *p, backend **out, fk_error *err)
 {
+#ifdef FK_HAVE_CUDA_BACKEND
+    if (p->device != FK_DEVICE_CPU) {
+        fk_status s = backend_cuda_create(out, err);
+        if (s == FK_OK || p->device == FK_DEVICE_CUDA)
+            return s;
+    }
+#else
     if (p->device == FK_DEVICE_CUDA)
-        return fk_error_set(err, FK_ERR_DEVICE, "the CUDA backend is not available in this build; use device cpu");
+        return fk_error_set(err, FK_ERR_DEVICE, "this build has no CUDA backend (built without nvcc); use device cpu");
+#endif
     return backend_cpu_create(p->n_threads, out, err);
 }
 

@@ -16,6 +16,7 @@ typedef struct forward_ws {
     void *mlp_in, *mlp_act;                      /* [max_tokens][2 f] and [max_tokens][f] */
     void *last_normed;                           /* [max_logits][d] */
     void *logits;                                /* [max_logits][vocab] */
+    void *attn_scratch;                          /* the backend's attention scratch, or NULL */
     int32_t *ids, *positions, *slots, *query_start, *context_len, *block_tables, *logit_rows;
 } forward_ws;
 

@@ -53,10 +53,17 @@ typedef struct job {
     int submit_at_step; /* staggered arrival */
 } job;
 
+/* FK_TEST_DEVICE=cuda runs the suite on the GPU (tests/gpu); the default is the CPU. */
+static fk_device test_device(void)
+{
+    const char *d = getenv("FK_TEST_DEVICE");
+    return d && !strcmp(d, "cuda") ? FK_DEVICE_CUDA : FK_DEVICE_CPU;
+}
+
 static fk_model *load(const char *fixture)
 {
     fk_model_params mp = fk_model_params_default();
-    mp.device = FK_DEVICE_CPU;
+    mp.device = test_device();
     fk_model *m = NULL;
     fk_error err = {0};
     if (fk_model_load(tu_fixture(fixture), &mp, &m, &err))
@@ -499,6 +506,16 @@ static void test_bad_engine_params(void **state)
 
 int main(void)
 {
+    if (test_device() == FK_DEVICE_CUDA) {
+        fk_model_params mp = fk_model_params_default();
+        mp.device = FK_DEVICE_CUDA;
+        fk_model *m = NULL;
+        if (fk_model_load(tu_fixture("models/tiny-gpt2"), &mp, &m, NULL) == FK_ERR_DEVICE) {
+            fprintf(stderr, "skipped: no CUDA device\n");
+            return 77;
+        }
+        fk_model_free(m);
+    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_reference_greedy_through_engine),
         cmocka_unit_test(test_shakespeare_greedy_through_engine),
