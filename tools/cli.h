@@ -41,5 +41,6 @@ double cli_now(void);
 int cmd_generate(int argc, char **argv);
 int cmd_logits(int argc, char **argv);
 int cmd_bench_engine(int argc, char **argv);
+int cmd_make_model(int argc, char **argv);
 
 #endif

@@ -12,6 +12,7 @@ static const struct {
     {"generate", cmd_generate, "continue a prompt of token ids"},
     {"logits", cmd_logits, "write the last position's logits of a prompt as float32"},
     {"bench-engine", cmd_bench_engine, "throughput of N requests run together through the engine"},
+    {"make-model", cmd_make_model, "write a model directory of real shapes with random weights"},
 };
 
 static void usage(FILE *f)
