@@ -99,6 +99,9 @@ typedef struct backend_ops {
 
     /* out[m][d] = x[rows[i]]. */
     fk_status (*gather_rows)(backend *b, void *out, const void *x, const int32_t *rows, int m, int d, fk_error *err);
+
+    /* tokens[r] = argmax of logits[r][vocab], the first index on ties (greedy sampling where the logits are). */
+    fk_status (*argmax)(backend *b, int32_t *tokens, const void *logits, int n_rows, int vocab, fk_error *err);
 } backend_ops;
 
 struct backend {

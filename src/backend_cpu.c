@@ -381,6 +381,19 @@ static fk_status cpu_gather_rows(backend *b, void *out, const void *x, const int
     return FK_OK;
 }
 
+static fk_status cpu_argmax(backend *b, int32_t *tokens, const void *logits, int n_rows, int vocab, fk_error *err)
+{
+    (void)b, (void)err;
+    for (int r = 0; r < n_rows; r++) {
+        const float *row = (const float *)logits + (size_t)r * vocab;
+        int best = 0;
+        for (int i = 1; i < vocab; i++)
+            best = row[i] > row[best] ? i : best;
+        tokens[r] = best;
+    }
+    return FK_OK;
+}
+
 static const backend_ops cpu_ops = {
     .name = "cpu",
     .act_size = sizeof(float),
@@ -401,6 +414,7 @@ static const backend_ops cpu_ops = {
     .silu_mul = cpu_silu_mul,
     .gelu_tanh = cpu_gelu_tanh,
     .gather_rows = cpu_gather_rows,
+    .argmax = cpu_argmax,
 };
 
 fk_status backend_cpu_create(int n_threads, backend **out, fk_error *err)

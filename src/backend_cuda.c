@@ -275,6 +275,11 @@ static fk_status cuda_gather_rows(backend *b, void *out, const void *x, const in
     return launched(k_gather_rows(out, x, rows, m, d, cb_of(b)->stream), "gather_rows", err);
 }
 
+static fk_status cuda_argmax(backend *b, int32_t *tokens, const void *logits, int n_rows, int vocab, fk_error *err)
+{
+    return launched(k_argmax(tokens, logits, n_rows, vocab, cb_of(b)->stream), "argmax", err);
+}
+
 static const backend_ops cuda_ops = {
     .name = "cuda",
     .act_size = sizeof(uint16_t),
@@ -295,6 +300,7 @@ static const backend_ops cuda_ops = {
     .silu_mul = cuda_silu_mul,
     .gelu_tanh = cuda_gelu_tanh,
     .gather_rows = cuda_gather_rows,
+    .argmax = cuda_argmax,
 };
 
 fk_status backend_cuda_create(backend **out, fk_error *err)

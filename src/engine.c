@@ -33,7 +33,8 @@ struct fk_engine {
     scheduler *sched;
     batch_builder *bb;
     sampler *smp;
-    float *logits;    /* [max_num_seqs][vocab] */
+    float *logits;    /* [max_num_seqs][vocab], for host sampling */
+    int32_t *argmax;  /* [max_num_seqs], from device greedy sampling */
     sampled *picks;   /* [max_num_seqs], by scheduler entry */
     char *text;       /* event text: a token's delta plus what a finish flushes */
     size_t text_cap;
@@ -121,6 +122,7 @@ void fk_engine_free(fk_engine *e)
     kv_cache_free(e->kv);
     free(e->logits);
     free(e->picks);
+    free(e->argmax);
     free(e->text);
     free(e);
 }
@@ -154,7 +156,8 @@ fk_status fk_engine_create(fk_model *m, const fk_engine_params *params, fk_engin
         goto fail;
     e->logits = malloc((size_t)p.max_num_seqs * e->vocab * sizeof *e->logits);
     e->picks = malloc((size_t)p.max_num_seqs * sizeof *e->picks);
-    if (!e->logits || !e->picks) {
+    e->argmax = malloc((size_t)p.max_num_seqs * sizeof *e->argmax);
+    if (!e->logits || !e->picks || !e->argmax) {
         s = fk_error_set(err, FK_ERR_OUT_OF_MEMORY, "engine: logits for %d sequences: out of memory", p.max_num_seqs);
         goto fail;
     }
@@ -247,11 +250,35 @@ fk_status fk_engine_submit(fk_engine *e, const int32_t *prompt, int n_prompt, co
 
 /* ---- one step ---- */
 
-/* Samples a token for every entry that reached its last token; -1 for prefill chunks. */
-static void sample(fk_engine *e, const sched_output *work, const batch *b)
+/* Whether a request's next token is the argmax of its logits: then it can be taken where the logits are. */
+static bool plain_greedy(const request *r)
+{
+    const fk_sampling_params *sp = &r->params.sampling;
+    return sp->temperature == 0 && sp->logprobs < 0 && sp->repetition_penalty == 1 && sp->presence_penalty == 0 &&
+           sp->frequency_penalty == 0;
+}
+
+/* Samples a token for every entry that reached its last token; -1 for prefill chunks. When every such request is
+ * plain greedy, only token ids leave the device; otherwise the logits come to the host for the sampler. */
+static fk_status sample(fk_engine *e, const sched_output *work, const batch *b, fk_error *err)
 {
     for (int i = 0; i < work->n; i++)
         e->picks[i] = (sampled){.token = -1};
+    bool all_greedy = true;
+    for (int row = 0; row < b->n_logits; row++)
+        all_greedy &= plain_greedy(work->entries[e->bb->logit_entry[row]].req);
+    if (b->n_logits == 0)
+        return FK_OK;
+    fk_status s;
+    if (all_greedy) {
+        if ((s = model_fetch_argmax(e->model, e->ws, b->n_logits, e->argmax, err)))
+            return s;
+        for (int row = 0; row < b->n_logits; row++)
+            e->picks[e->bb->logit_entry[row]].token = e->argmax[row];
+        return FK_OK;
+    }
+    if ((s = model_fetch_logits(e->model, e->ws, b->n_logits, e->logits, err)))
+        return s;
     for (int row = 0; row < b->n_logits; row++) {
         const int i = e->bb->logit_entry[row];
         request *r = work->entries[i].req;
@@ -262,6 +289,7 @@ static void sample(fk_engine *e, const sched_output *work, const batch *b)
         if (sp->logprobs >= 0)
             pick->logprob = sampler_logprobs(e->smp, logits, pick->token, sp->logprobs, pick->top);
     }
+    return FK_OK;
 }
 
 static bool is_eos(const fk_engine *e, int32_t token)
@@ -397,10 +425,11 @@ fk_status fk_engine_step(fk_engine *e, fk_error *err)
     if (work->n == 0)
         return FK_OK;
     const batch *b = batch_build(e->bb, work, e->p.block_size);     /* flat arrays of the KV contract */
-    fk_status s = model_forward(e->model, e->ws, e->kv, b, e->logits, err);
+    fk_status s = model_forward(e->model, e->ws, e->kv, b, err);
+    if (!s)
+        s = sample(e, work, b, err);                                /* per-request params and RNG */
     if (s)
         return fail(e, s, err);
-    sample(e, work, b);                                             /* per-request params and RNG */
     postprocess(e, work, start);                                    /* append, finish, free blocks, report */
     e->steps++;
     return FK_OK;

@@ -193,7 +193,9 @@ static fk_status sequence_extend(fk_model *m, sequence *q, const int32_t *ids, i
         .block_tables = q->block_table,
         .logit_rows = all ? rows : &last_row,
     };
-    fk_status s = model_forward(m, m->ws, q->kv, &b, logits, err);
+    fk_status s = model_forward(m, m->ws, q->kv, &b, err);
+    if (!s && b.n_logits)
+        s = model_fetch_logits(m, m->ws, b.n_logits, logits, err);
     if (!s)
         q->n_cached += n;
     return s;

@@ -39,6 +39,7 @@ fk_status forward_ws_create(const fk_model *m, int max_tokens, int max_seqs, int
         {(void **)&ws->context_len, (size_t)max_seqs * sizeof(int32_t)},
         {(void **)&ws->block_tables, (size_t)max_seqs * max_blocks * sizeof(int32_t)},
         {(void **)&ws->logit_rows, (size_t)max_logits * sizeof(int32_t)},
+        {(void **)&ws->tokens, (size_t)max_logits * sizeof(int32_t)},
         {&ws->attn_scratch, be->ops->attention_scratch_bytes(be, max_tokens, max_seqs, c->n_heads, c->n_kv_heads,
                                                              c->head_dim)},
     };
@@ -62,7 +63,7 @@ void forward_ws_free(const fk_model *m, forward_ws *ws)
     void *all[] = {ws->residual, ws->normed,      ws->qkv,       ws->attn,        ws->proj,
                    ws->mlp_in,   ws->mlp_act,     ws->last_normed, ws->logits,    ws->ids,
                    ws->positions, ws->slots,      ws->query_start, ws->context_len, ws->block_tables,
-                   ws->logit_rows, ws->attn_scratch};
+                   ws->logit_rows, ws->attn_scratch, ws->tokens};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         if (all[i])
             m->be->ops->release(m->be, all[i]);
@@ -134,8 +135,7 @@ static fk_status check_fits(const forward_ws *ws, const batch *b, fk_error *err)
     return FK_OK;
 }
 
-fk_status model_forward(fk_model *m, forward_ws *ws, const kv_cache *kv, const batch *b, float *logits,
-                        fk_error *err)
+fk_status model_forward(fk_model *m, forward_ws *ws, const kv_cache *kv, const batch *b, fk_error *err)
 {
     backend *be = m->be;
     const model_config *c = &m->cfg;
@@ -174,8 +174,19 @@ fk_status model_forward(fk_model *m, forward_ws *ws, const kv_cache *kv, const b
     if (b->n_logits == 0)
         return FK_OK;
     if ((s = add_norm(m, ws->normed, ws->residual, sublayer_out, w->norm_w, w->norm_b, n, err)) ||
-        (s = be->ops->gather_rows(be, ws->last_normed, ws->normed, ws->logit_rows, b->n_logits, d, err)) ||
-        (s = be->ops->linear(be, ws->logits, ws->last_normed, w->lm_head, NULL, b->n_logits, d, c->vocab_size, err)))
+        (s = be->ops->gather_rows(be, ws->last_normed, ws->normed, ws->logit_rows, b->n_logits, d, err)))
         return s;
-    return be->ops->download_act(be, logits, ws->logits, (size_t)b->n_logits * c->vocab_size, err);
+    return be->ops->linear(be, ws->logits, ws->last_normed, w->lm_head, NULL, b->n_logits, d, c->vocab_size, err);
+}
+
+fk_status model_fetch_logits(fk_model *m, forward_ws *ws, int n_rows, float *logits, fk_error *err)
+{
+    return m->be->ops->download_act(m->be, logits, ws->logits, (size_t)n_rows * m->cfg.vocab_size, err);
+}
+
+fk_status model_fetch_argmax(fk_model *m, forward_ws *ws, int n_rows, int32_t *tokens, fk_error *err)
+{
+    backend *be = m->be;
+    fk_status s = be->ops->argmax(be, ws->tokens, ws->logits, n_rows, m->cfg.vocab_size, err);
+    return s ? s : be->ops->download(be, tokens, ws->tokens, (size_t)n_rows * sizeof *tokens, err);
 }
