@@ -73,8 +73,15 @@ cudaError_t k_half_to_float(float *out, const void *in, size_t n, cudaStream_t s
 /* out[n] (half) = in[n] (float), round to nearest. */
 cudaError_t k_float_to_half(void *out, const float *in, size_t n, cudaStream_t stream);
 
-/* tokens[r] = argmax of logits[r][vocab] (first index on ties). */
-cudaError_t k_argmax(int32_t *tokens, const void *logits, int n_rows, int vocab, cudaStream_t stream);
+/* One row's sampling values (the layout of src/backend.h's sample_row): temperature 0 is the argmax. */
+typedef struct k_sample_row {
+    float temperature, top_p, min_p, u;
+    int top_k;
+} k_sample_row;
+
+/* tokens[r] = the token sampler_pick (src/sampler.c) chooses for logits[r][vocab] with rows[r] (device arrays). */
+cudaError_t k_sample(int32_t *tokens, const void *logits, const k_sample_row *rows, int n_rows, int vocab,
+                     cudaStream_t stream);
 
 #ifdef __cplusplus
 }

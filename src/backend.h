@@ -20,6 +20,16 @@
 
 typedef struct backend backend;
 
+/* What one row's token choice depends on once penalties are applied (see sampler_pick in sampler.h): temperature
+ * 0 is the argmax; u is the request RNG's draw for this token. */
+typedef struct sample_row {
+    float temperature;
+    float top_p;
+    float min_p;
+    float u;
+    int top_k;
+} sample_row;
+
 /* One attention call's view of the batch. */
 typedef struct attn_batch {
     int n_tokens;
@@ -100,8 +110,10 @@ typedef struct backend_ops {
     /* out[m][d] = x[rows[i]]. */
     fk_status (*gather_rows)(backend *b, void *out, const void *x, const int32_t *rows, int m, int d, fk_error *err);
 
-    /* tokens[r] = argmax of logits[r][vocab], the first index on ties (greedy sampling where the logits are). */
-    fk_status (*argmax)(backend *b, int32_t *tokens, const void *logits, int n_rows, int vocab, fk_error *err);
+    /* tokens[r] = the token sampler_pick chooses for logits[r][vocab] with rows[r]: sampling where the logits
+     * are, so only token ids need to leave the device. */
+    fk_status (*sample)(backend *b, int32_t *tokens, const void *logits, const sample_row *rows, int n_rows,
+                        int vocab, fk_error *err);
 } backend_ops;
 
 struct backend {

@@ -10,10 +10,13 @@
 
 #include "backend.h"
 #include "error.h"
+#include "sampler.h"
 
 typedef struct cpu_backend {
     backend base;
     int n_threads;
+    sampler *sampler; /* scratch for the sample op, sized to the model's vocabulary */
+    int sampler_vocab;
 } cpu_backend;
 
 static int threads_of(const backend *b)
@@ -26,6 +29,7 @@ static int threads_of(const backend *b)
 
 static void cpu_destroy(backend *b)
 {
+    sampler_destroy(((cpu_backend *)b)->sampler);
     free(b);
 }
 
@@ -381,16 +385,21 @@ static fk_status cpu_gather_rows(backend *b, void *out, const void *x, const int
     return FK_OK;
 }
 
-static fk_status cpu_argmax(backend *b, int32_t *tokens, const void *logits, int n_rows, int vocab, fk_error *err)
+static fk_status cpu_sample(backend *b, int32_t *tokens, const void *logits, const sample_row *rows, int n_rows,
+                            int vocab, fk_error *err)
 {
-    (void)b, (void)err;
-    for (int r = 0; r < n_rows; r++) {
-        const float *row = (const float *)logits + (size_t)r * vocab;
-        int best = 0;
-        for (int i = 1; i < vocab; i++)
-            best = row[i] > row[best] ? i : best;
-        tokens[r] = best;
+    cpu_backend *cb = (cpu_backend *)b;
+    if (cb->sampler_vocab != vocab) { /* once per model */
+        sampler_destroy(cb->sampler);
+        cb->sampler = NULL;
+        cb->sampler_vocab = 0;
+        fk_status s = sampler_create(vocab, &cb->sampler, err);
+        if (s)
+            return s;
+        cb->sampler_vocab = vocab;
     }
+    for (int r = 0; r < n_rows; r++)
+        tokens[r] = sampler_pick(cb->sampler, (const float *)logits + (size_t)r * vocab, &rows[r]);
     return FK_OK;
 }
 
@@ -414,7 +423,7 @@ static const backend_ops cpu_ops = {
     .silu_mul = cpu_silu_mul,
     .gelu_tanh = cpu_gelu_tanh,
     .gather_rows = cpu_gather_rows,
-    .argmax = cpu_argmax,
+    .sample = cpu_sample,
 };
 
 fk_status backend_cpu_create(int n_threads, backend **out, fk_error *err)

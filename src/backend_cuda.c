@@ -1,6 +1,7 @@
 /* backend_cuda.c — the GPU backend: fp16 weights, activations and KV cache on the current device, our kernels
  * (kernels/) for every op but the GEMMs, which go to cuBLAS (fp16 in and out, fp32 accumulation). One stream;
  * every CUDA and cuBLAS call is checked and a failure is returned as FK_ERR_DEVICE naming the call. */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -275,9 +276,15 @@ static fk_status cuda_gather_rows(backend *b, void *out, const void *x, const in
     return launched(k_gather_rows(out, x, rows, m, d, cb_of(b)->stream), "gather_rows", err);
 }
 
-static fk_status cuda_argmax(backend *b, int32_t *tokens, const void *logits, int n_rows, int vocab, fk_error *err)
+_Static_assert(sizeof(sample_row) == sizeof(k_sample_row) && offsetof(sample_row, u) == offsetof(k_sample_row, u) &&
+                   offsetof(sample_row, top_k) == offsetof(k_sample_row, top_k),
+               "sample_row and k_sample_row must share a layout");
+
+static fk_status cuda_sample(backend *b, int32_t *tokens, const void *logits, const sample_row *rows, int n_rows,
+                             int vocab, fk_error *err)
 {
-    return launched(k_argmax(tokens, logits, n_rows, vocab, cb_of(b)->stream), "argmax", err);
+    return launched(k_sample(tokens, logits, (const k_sample_row *)rows, n_rows, vocab, cb_of(b)->stream), "sample",
+                    err);
 }
 
 static const backend_ops cuda_ops = {
@@ -300,7 +307,7 @@ static const backend_ops cuda_ops = {
     .silu_mul = cuda_silu_mul,
     .gelu_tanh = cuda_gelu_tanh,
     .gather_rows = cuda_gather_rows,
-    .argmax = cuda_argmax,
+    .sample = cuda_sample,
 };
 
 fk_status backend_cuda_create(backend **out, fk_error *err)

@@ -34,7 +34,8 @@ struct fk_engine {
     batch_builder *bb;
     sampler *smp;
     float *logits;    /* [max_num_seqs][vocab], for host sampling */
-    int32_t *argmax;  /* [max_num_seqs], from device greedy sampling */
+    sample_row *rows; /* [max_num_seqs]: sampling values for the device sampler */
+    int32_t *tokens;  /* [max_num_seqs]: what it chose */
     sampled *picks;   /* [max_num_seqs], by scheduler entry */
     char *text;       /* event text: a token's delta plus what a finish flushes */
     size_t text_cap;
@@ -122,7 +123,8 @@ void fk_engine_free(fk_engine *e)
     kv_cache_free(e->kv);
     free(e->logits);
     free(e->picks);
-    free(e->argmax);
+    free(e->rows);
+    free(e->tokens);
     free(e->text);
     free(e);
 }
@@ -156,8 +158,9 @@ fk_status fk_engine_create(fk_model *m, const fk_engine_params *params, fk_engin
         goto fail;
     e->logits = malloc((size_t)p.max_num_seqs * e->vocab * sizeof *e->logits);
     e->picks = malloc((size_t)p.max_num_seqs * sizeof *e->picks);
-    e->argmax = malloc((size_t)p.max_num_seqs * sizeof *e->argmax);
-    if (!e->logits || !e->picks || !e->argmax) {
+    e->rows = malloc((size_t)p.max_num_seqs * sizeof *e->rows);
+    e->tokens = malloc((size_t)p.max_num_seqs * sizeof *e->tokens);
+    if (!e->logits || !e->picks || !e->rows || !e->tokens) {
         s = fk_error_set(err, FK_ERR_OUT_OF_MEMORY, "engine: logits for %d sequences: out of memory", p.max_num_seqs);
         goto fail;
     }
@@ -250,31 +253,36 @@ fk_status fk_engine_submit(fk_engine *e, const int32_t *prompt, int n_prompt, co
 
 /* ---- one step ---- */
 
-/* Whether a request's next token is the argmax of its logits: then it can be taken where the logits are. */
-static bool plain_greedy(const request *r)
+/* Whether a request needs the host sampler: penalties read its token history, logprobs the whole distribution. */
+static bool needs_host(const request *r)
 {
     const fk_sampling_params *sp = &r->params.sampling;
-    return sp->temperature == 0 && sp->logprobs < 0 && sp->repetition_penalty == 1 && sp->presence_penalty == 0 &&
-           sp->frequency_penalty == 0;
+    return sp->logprobs >= 0 || sp->repetition_penalty != 1 || sp->presence_penalty != 0 ||
+           sp->frequency_penalty != 0;
 }
 
-/* Samples a token for every entry that reached its last token; -1 for prefill chunks. When every such request is
- * plain greedy, only token ids leave the device; otherwise the logits come to the host for the sampler. */
+/* Samples a token for every entry that reached its last token; -1 for prefill chunks. Unless some request needs
+ * the host sampler, tokens are sampled where the logits are and only their ids come back; either way each
+ * request's RNG gives one draw per sampled token, so its tokens do not depend on the path or the batch. */
 static fk_status sample(fk_engine *e, const sched_output *work, const batch *b, fk_error *err)
 {
     for (int i = 0; i < work->n; i++)
         e->picks[i] = (sampled){.token = -1};
-    bool all_greedy = true;
-    for (int row = 0; row < b->n_logits; row++)
-        all_greedy &= plain_greedy(work->entries[e->bb->logit_entry[row]].req);
     if (b->n_logits == 0)
         return FK_OK;
+    bool on_host = false;
+    for (int row = 0; row < b->n_logits; row++)
+        on_host |= needs_host(work->entries[e->bb->logit_entry[row]].req);
     fk_status s;
-    if (all_greedy) {
-        if ((s = model_fetch_argmax(e->model, e->ws, b->n_logits, e->argmax, err)))
+    if (!on_host) {
+        for (int row = 0; row < b->n_logits; row++) {
+            request *r = work->entries[e->bb->logit_entry[row]].req;
+            e->rows[row] = sampler_row(&r->params.sampling, &r->rng);
+        }
+        if ((s = model_fetch_tokens(e->model, e->ws, e->rows, b->n_logits, e->tokens, err)))
             return s;
         for (int row = 0; row < b->n_logits; row++)
-            e->picks[e->bb->logit_entry[row]].token = e->argmax[row];
+            e->picks[e->bb->logit_entry[row]].token = e->tokens[row];
         return FK_OK;
     }
     if ((s = model_fetch_logits(e->model, e->ws, b->n_logits, e->logits, err)))

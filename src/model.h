@@ -17,7 +17,8 @@ typedef struct forward_ws {
     void *last_normed;                           /* [max_logits][d] */
     void *logits;                                /* [max_logits][vocab] */
     void *attn_scratch;                          /* the backend's attention scratch, or NULL */
-    int32_t *tokens;                             /* [max_logits]: argmax of each logits row */
+    int32_t *tokens;                             /* [max_logits]: the token sampled from each logits row */
+    sample_row *sample_rows;                     /* [max_logits]: how to sample it */
     int32_t *ids, *positions, *slots, *query_start, *context_len, *block_tables, *logit_rows;
 } forward_ws;
 
@@ -40,8 +41,9 @@ fk_status model_forward(fk_model *m, forward_ws *ws, const kv_cache *kv, const b
 /* The last forward pass's n_rows logit rows, as float32 on the host: logits [n_rows][vocab]. */
 fk_status model_fetch_logits(fk_model *m, forward_ws *ws, int n_rows, float *logits, fk_error *err);
 
-/* The argmax of each of the last forward pass's n_rows logit rows, computed where the logits are: only the token
- * ids cross to the host. */
-fk_status model_fetch_argmax(fk_model *m, forward_ws *ws, int n_rows, int32_t *tokens, fk_error *err);
+/* A token for each of the last forward pass's n_rows logit rows, sampled where the logits are with rows[n_rows]:
+ * only the token ids cross to the host. */
+fk_status model_fetch_tokens(fk_model *m, forward_ws *ws, const sample_row *rows, int n_rows, int32_t *tokens,
+                             fk_error *err);
 
 #endif

@@ -40,6 +40,7 @@ fk_status forward_ws_create(const fk_model *m, int max_tokens, int max_seqs, int
         {(void **)&ws->block_tables, (size_t)max_seqs * max_blocks * sizeof(int32_t)},
         {(void **)&ws->logit_rows, (size_t)max_logits * sizeof(int32_t)},
         {(void **)&ws->tokens, (size_t)max_logits * sizeof(int32_t)},
+        {(void **)&ws->sample_rows, (size_t)max_logits * sizeof(sample_row)},
         {&ws->attn_scratch, be->ops->attention_scratch_bytes(be, max_tokens, max_seqs, c->n_heads, c->n_kv_heads,
                                                              c->head_dim)},
     };
@@ -63,7 +64,7 @@ void forward_ws_free(const fk_model *m, forward_ws *ws)
     void *all[] = {ws->residual, ws->normed,      ws->qkv,       ws->attn,        ws->proj,
                    ws->mlp_in,   ws->mlp_act,     ws->last_normed, ws->logits,    ws->ids,
                    ws->positions, ws->slots,      ws->query_start, ws->context_len, ws->block_tables,
-                   ws->logit_rows, ws->attn_scratch, ws->tokens};
+                   ws->logit_rows, ws->attn_scratch, ws->tokens, ws->sample_rows};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         if (all[i])
             m->be->ops->release(m->be, all[i]);
@@ -184,9 +185,13 @@ fk_status model_fetch_logits(fk_model *m, forward_ws *ws, int n_rows, float *log
     return m->be->ops->download_act(m->be, logits, ws->logits, (size_t)n_rows * m->cfg.vocab_size, err);
 }
 
-fk_status model_fetch_argmax(fk_model *m, forward_ws *ws, int n_rows, int32_t *tokens, fk_error *err)
+fk_status model_fetch_tokens(fk_model *m, forward_ws *ws, const sample_row *rows, int n_rows, int32_t *tokens,
+                             fk_error *err)
 {
     backend *be = m->be;
-    fk_status s = be->ops->argmax(be, ws->tokens, ws->logits, n_rows, m->cfg.vocab_size, err);
-    return s ? s : be->ops->download(be, tokens, ws->tokens, (size_t)n_rows * sizeof *tokens, err);
+    fk_status s;
+    if ((s = be->ops->upload(be, ws->sample_rows, rows, (size_t)n_rows * sizeof *rows, err)) ||
+        (s = be->ops->sample(be, ws->tokens, ws->logits, ws->sample_rows, n_rows, m->cfg.vocab_size, err)))
+        return s;
+    return be->ops->download(be, tokens, ws->tokens, (size_t)n_rows * sizeof *tokens, err);
 }

@@ -1,5 +1,6 @@
 /* sampler.c — token choice in vLLM's order: penalties → temperature → min-p → top-k → top-p → draw. Greedy
- * takes the argmax after the penalties. Works on a copy of the logits, in float with double sums. */
+ * takes the argmax after the penalties. Works on a copy of the logits; weights in float, sums in double. The
+ * choice rule (sampler_pick) is the one the CUDA sampling kernel implements too. */
 #include "sampler.h"
 
 #include <math.h>
@@ -16,7 +17,8 @@ typedef struct scored {
 
 struct sampler {
     int vocab;
-    float *work;    /* [vocab] the logits being transformed */
+    float *work;    /* [vocab] the logits after penalties */
+    float *work_w;  /* [vocab] the kept tokens' weights, 0 for the rest */
     scored *cand;   /* [vocab] candidates */
     int32_t *count; /* [vocab] occurrences among generated tokens; zero between calls */
     uint8_t *seen;  /* [vocab] 1 if in prompt or output; zero between calls */
@@ -71,11 +73,12 @@ fk_status sampler_create(int vocab, sampler **out, fk_error *err)
     if (s) {
         s->vocab = vocab;
         s->work = malloc((size_t)vocab * sizeof *s->work);
+        s->work_w = malloc((size_t)vocab * sizeof *s->work_w);
         s->cand = malloc((size_t)vocab * sizeof *s->cand);
         s->count = calloc((size_t)vocab, sizeof *s->count);
         s->seen = calloc((size_t)vocab, 1);
     }
-    if (!s || !s->work || !s->cand || !s->count || !s->seen) {
+    if (!s || !s->work || !s->work_w || !s->cand || !s->count || !s->seen) {
         sampler_destroy(s);
         return fk_error_set(err, FK_ERR_OUT_OF_MEMORY, "sampler for %d tokens: out of memory", vocab);
     }
@@ -88,6 +91,7 @@ void sampler_destroy(sampler *s)
     if (!s)
         return;
     free(s->work);
+    free(s->work_w);
     free(s->cand);
     free(s->count);
     free(s->seen);
@@ -156,50 +160,77 @@ static void select_top_k(scored *cand, int n, int k)
     }
 }
 
+sample_row sampler_row(const fk_sampling_params *p, rng *r)
+{
+    return (sample_row){.temperature = p->temperature, .top_p = p->top_p, .min_p = p->min_p, .top_k = p->top_k,
+                        .u = p->temperature > 0 ? (float)rng_uniform(r) : 0};
+}
+
 int32_t sampler_sample(sampler *s, const float *logits, const fk_sampling_params *p, const int32_t *tokens,
                        int n_prompt, int n_tokens, rng *r)
 {
-    const int V = s->vocab;
-    memcpy(s->work, logits, (size_t)V * sizeof *s->work);
+    memcpy(s->work, logits, (size_t)s->vocab * sizeof *s->work);
     apply_penalties(s, p, tokens, n_prompt, n_tokens);
-    if (p->temperature == 0)
-        return sampler_argmax(s->work, V);
+    const sample_row row = sampler_row(p, r);
+    return sampler_pick(s, s->work, &row);
+}
 
-    /* Temperature, then min-p: keep tokens whose probability is at least min_p times the largest. */
-    const float max = s->work[sampler_argmax(s->work, V)];
-    const float floor = p->min_p > 0 ? logf(p->min_p) : -INFINITY;
+int32_t sampler_pick(sampler *s, const float *logits, const sample_row *row)
+{
+    const int V = s->vocab;
+    if (row->temperature == 0)
+        return sampler_argmax(logits, V);
+    const float max = logits[sampler_argmax(logits, V)];
+    float floor = row->min_p > 0 ? row->min_p : 0; /* w of the most likely token is 1 */
     int n = 0;
     for (int i = 0; i < V; i++) {
-        float v = (s->work[i] - max) / p->temperature; /* <= 0; the max is 0 */
-        if (v >= floor)
-            s->cand[n++] = (scored){.value = v, .token = i};
+        const float w = expf((logits[i] - max) / row->temperature);
+        if (w >= floor && w > 0)
+            s->cand[n++] = (scored){.value = w, .token = i};
     }
     if (n == 0) /* only NaN logits: nothing to sample from */
         return sampler_argmax(logits, V);
-    if (p->top_k > 0 && p->top_k < n) {
-        select_top_k(s->cand, n, p->top_k);
-        n = p->top_k;
+    if (row->top_k > 0 && row->top_k < n) {
+        select_top_k(s->cand, n, row->top_k);
+        float kth = s->cand[0].value; /* the smallest of the k largest */
+        for (int i = 1; i < row->top_k; i++)
+            kth = s->cand[i].value < kth ? s->cand[i].value : kth;
+        floor = floor > kth ? floor : kth;
     }
-    double total = 0;
-    for (int i = 0; i < n; i++)
-        total += exp(s->cand[i].value);
-    if (p->top_p < 1.0f) {
-        /* The most likely tokens whose probabilities first reach top_p (at least one). */
+    if (row->top_p < 1.0f) {
+        /* The least likely token needed, in order of likelihood, for the kept mass to reach top_p. */
+        double total = 0;
+        for (int i = 0; i < n; i++)
+            total += s->cand[i].value >= floor ? s->cand[i].value : 0;
         qsort(s->cand, (size_t)n, sizeof *s->cand, by_value_desc);
-        double kept = 0;
-        int m = 0;
-        while (m < n && (m == 0 || kept < p->top_p * total))
-            kept += exp(s->cand[m++].value);
-        n = m;
-        total = kept;
+        double acc = 0;
+        for (int i = 0; i < n && s->cand[i].value >= floor; i++) {
+            acc += s->cand[i].value;
+            if (acc >= (double)row->top_p * total) {
+                floor = s->cand[i].value;
+                break;
+            }
+        }
     }
-    double target = rng_uniform(r) * total, acc = 0;
-    for (int i = 0; i < n; i++) {
-        acc += exp(s->cand[i].value);
+    /* Every kept token, in token order. */
+    double total = 0;
+    for (int i = 0; i < V; i++) {
+        const float w = expf((logits[i] - max) / row->temperature);
+        s->work_w[i] = w >= floor && w > 0 ? w : 0;
+        total += s->work_w[i];
+    }
+    const double target = (double)row->u * total;
+    double acc = 0;
+    int last = -1;
+    for (int i = 0; i < V; i++) {
+        if (s->work_w[i] == 0)
+            continue;
+        acc += s->work_w[i];
+        last = i;
         if (acc > target)
-            return s->cand[i].token;
+            return i;
     }
-    return s->cand[n - 1].token; /* rounding left the target just out of reach: the last kept token */
+    return last; /* rounding left the target just out of reach: the last kept token */
 }
 
 float sampler_logprobs(sampler *s, const float *logits, int32_t chosen, int n_top, fk_logprob *top)

@@ -6,6 +6,7 @@
 
 #include <stdint.h>
 
+#include "backend.h"
 #include "flashkernel.h"
 
 /* xoshiro256**: one state per request. */
@@ -30,6 +31,15 @@ void sampler_destroy(sampler *s);
  * n_prompt) and generated tokens, for the penalties. Greedy (temperature 0) draws nothing from r. */
 int32_t sampler_sample(sampler *s, const float *logits, const fk_sampling_params *p, const int32_t *tokens,
                        int n_prompt, int n_tokens, rng *r);
+
+/* The row of a request's next token: its sampling values and, unless greedy, one draw from r. */
+sample_row sampler_row(const fk_sampling_params *p, rng *r);
+
+/* The token for logits [vocab] (penalties already applied): with w = exp((logit - max) / temperature), keep the
+ * tokens with w >= min_p, then those at least as likely as the top_k-th, then those at least as likely as the
+ * least likely one needed to reach top_p of the kept mass (ties kept in both); then take the token where the
+ * running sum of kept w, in token order, first passes u times their total. */
+int32_t sampler_pick(sampler *s, const float *logits, const sample_row *row);
 
 /* log-softmax of logits: returns chosen's log-probability and writes the n_top most likely tokens, best first. */
 float sampler_logprobs(sampler *s, const float *logits, int32_t chosen, int n_top, fk_logprob *top);

@@ -15,7 +15,6 @@
 
 #include "backend.h"
 #include "fp16.h"
-#include "kernels.h"
 #include "test_util.h"
 
 static backend *cpu, *gpu;
@@ -202,30 +201,56 @@ static void test_elementwise(void **state)
         gpu->ops->release(gpu, all[i]);
 }
 
-static void test_argmax(void **state)
+/* Sampling where the logits are: the CUDA sample op against the CPU's (sampler_pick) on random rows and values.
+ * Greedy rows must agree exactly; a sampled row may differ only when float sums taken in another order put u on
+ * the other side of a boundary, so at most 1% may. Both must pick a token the rule keeps. */
+static void test_sample(void **state)
 {
     (void)state;
-    const int rows = 5, vocab = 50257;
-    float *logits = rand_f16((size_t)rows * vocab, -10, 10);
-    logits[2 * vocab + 777] = 20, logits[2 * vocab + 778] = 20; /* a tie: the first wins */
-    logits[4 * vocab + vocab - 1] = 30;                          /* the last index */
-    void *d = to_gpu(logits, (size_t)rows * vocab), *dt;
-    assert_int_equal(gpu->ops->alloc(gpu, rows * 4, &dt, NULL), FK_OK);
-    assert_int_equal(gpu->ops->download(gpu, NULL, NULL, 0, NULL), FK_OK); /* the uploads are done */
-    assert_int_equal(k_argmax(dt, d, rows, vocab, NULL), cudaSuccess);
-    assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
-    int32_t got[5];
-    assert_int_equal(gpu->ops->download(gpu, got, dt, sizeof got, NULL), FK_OK);
-    for (int r = 0; r < rows; r++) {
-        int best = 0;
-        for (int v = 1; v < vocab; v++)
-            best = logits[(size_t)r * vocab + v] > logits[(size_t)r * vocab + best] ? v : best;
-        assert_int_equal(got[r], best);
+    const int vocabs[2] = {50257, 4096}, rows = 400;
+    for (int vi = 0; vi < 2; vi++) {
+        const int vocab = vocabs[vi];
+        float *logits = rand_f16((size_t)rows * vocab, -12, 12);
+        sample_row *p = malloc(rows * sizeof *p);
+        const float temps[3] = {0, 0.7f, 1.3f}, top_ps[3] = {1, 0.9f, 0.5f}, min_ps[2] = {0, 0.05f};
+        const int top_ks[4] = {0, 1, 5, 50};
+        for (int r = 0; r < rows; r++) {
+            p[r] = (sample_row){.temperature = temps[tu_below(&rng, 3)], .top_p = top_ps[tu_below(&rng, 3)],
+                                .min_p = min_ps[tu_below(&rng, 2)], .top_k = top_ks[tu_below(&rng, 4)],
+                                .u = tu_uniform(&rng, 0, 1)};
+        }
+        logits[7 * vocab + 100] = 30, logits[7 * vocab + 101] = 30; /* a tie at the top: the first wins greedy */
+        p[7].temperature = 0;
+        void *dl = to_gpu(logits, (size_t)rows * vocab), *drows, *dtok;
+        assert_int_equal(gpu->ops->alloc(gpu, rows * sizeof *p, &drows, NULL), FK_OK);
+        assert_int_equal(gpu->ops->alloc(gpu, rows * 4, &dtok, NULL), FK_OK);
+        assert_int_equal(gpu->ops->upload(gpu, drows, p, rows * sizeof *p, NULL), FK_OK);
+        int32_t *want = malloc(rows * 4), *got = malloc(rows * 4);
+        fk_error err = {0};
+        assert_int_equal(cpu->ops->sample(cpu, want, logits, p, rows, vocab, NULL), FK_OK);
+        if (gpu->ops->sample(gpu, dtok, dl, drows, rows, vocab, &err))
+            fail_msg("%s", err.message);
+        assert_int_equal(gpu->ops->download(gpu, got, dtok, rows * 4, NULL), FK_OK);
+        int differ = 0;
+        for (int r = 0; r < rows; r++) {
+            assert_true(got[r] >= 0 && got[r] < vocab);
+            if (p[r].temperature == 0)
+                assert_int_equal(got[r], want[r]);
+            else if (got[r] != want[r])
+                differ++;
+            if (p[r].top_k == 1 || p[r].temperature == 0) { /* the most likely token, whatever u */
+                int best = 0;
+                for (int v = 1; v < vocab; v++)
+                    best = logits[(size_t)r * vocab + v] > logits[(size_t)r * vocab + best] ? v : best;
+                assert_int_equal(got[r], best);
+            }
+        }
+        assert_int_equal(got[7], 100);
+        printf("sample, vocab %d: %d of %d sampled rows differ from the CPU's choice\n", vocab, differ, rows);
+        assert_true(differ <= rows / 100);
+        free(logits), free(p), free(want), free(got);
+        gpu->ops->release(gpu, dl), gpu->ops->release(gpu, drows), gpu->ops->release(gpu, dtok);
     }
-    assert_int_equal(got[2], 777);
-    assert_int_equal(got[4], vocab - 1);
-    free(logits);
-    gpu->ops->release(gpu, d), gpu->ops->release(gpu, dt);
 }
 
 /* A paged-attention batch: per sequence a query count and a context length. Sets up both backends' caches
@@ -379,7 +404,7 @@ int main(void)
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_linear),          cmocka_unit_test(test_norms),
-        cmocka_unit_test(test_elementwise),     cmocka_unit_test(test_argmax),
+        cmocka_unit_test(test_elementwise),     cmocka_unit_test(test_sample),
         cmocka_unit_test(test_attention_prefill), cmocka_unit_test(test_attention_decode),
     };
     int failed = cmocka_run_group_tests(tests, setup, NULL);
