@@ -113,8 +113,11 @@ typedef struct fk_engine fk_engine;
 
 typedef struct fk_engine_params {
     int block_size;             /* tokens per KV block (default 16) */
-    int num_blocks;             /* KV pool size in blocks; 0 = as many as kv_cache_mb holds */
-    int kv_cache_mb;            /* KV pool budget in MiB when num_blocks is 0 (default 256) */
+    int num_blocks;             /* KV pool size in blocks; 0 = from kv_cache_mb */
+    int kv_cache_mb;            /* KV pool budget in MiB when num_blocks is 0; 0 (default) = automatic: on a GPU what
+                                 * gpu_memory_utilization of its memory leaves after weights and workspaces, on the
+                                 * CPU 512 MiB */
+    float gpu_memory_utilization; /* (0, 1]: the share of GPU memory FlashKernel may use (default 0.9) */
     int max_num_seqs;           /* sequences running at once (default 256) */
     int max_num_batched_tokens; /* tokens one step computes: decodes and prefill chunks together (default 2048) */
     int max_model_len;          /* prompt + generated tokens per request; 0 = the model's max_context */

@@ -68,6 +68,9 @@ typedef struct backend_ops {
     /* n act elements to float32 on the host (waits for pending work). */
     fk_status (*download_act)(backend *b, float *dst, const void *src, size_t n, fk_error *err);
 
+    /* Free and total device memory in bytes; both 0 for a backend whose memory is the host's. */
+    fk_status (*memory_info)(backend *b, size_t *free_bytes, size_t *total_bytes, fk_error *err);
+
     /* A weight from float32 host data: rows x cols (a vector is rows = 1). */
     fk_status (*upload_weight)(backend *b, const float *host, int rows, int cols, void **out, fk_error *err);
 

@@ -59,6 +59,13 @@ static fk_status cpu_download_act(backend *b, float *dst, const void *src, size_
     return cpu_copy(b, dst, src, n * sizeof(float), err);
 }
 
+static fk_status cpu_memory_info(backend *b, size_t *free_bytes, size_t *total_bytes, fk_error *err)
+{
+    (void)b, (void)err;
+    *free_bytes = *total_bytes = 0;
+    return FK_OK;
+}
+
 static fk_status cpu_upload_weight(backend *b, const float *host, int rows, int cols, void **out, fk_error *err)
 {
     size_t bytes = (size_t)rows * (size_t)cols * sizeof(float);
@@ -412,6 +419,7 @@ static const backend_ops cpu_ops = {
     .upload = cpu_copy,
     .download = cpu_copy,
     .download_act = cpu_download_act,
+    .memory_info = cpu_memory_info,
     .upload_weight = cpu_upload_weight,
     .embed = cpu_embed,
     .add_rms_norm = cpu_add_rms_norm,

@@ -118,6 +118,13 @@ static fk_status cuda_download_act(backend *b, float *dst, const void *src, size
     return FK_OK;
 }
 
+static fk_status cuda_memory_info(backend *b, size_t *free_bytes, size_t *total_bytes, fk_error *err)
+{
+    (void)b;
+    CUDA_OK(cudaMemGetInfo(free_bytes, total_bytes), "cudaMemGetInfo");
+    return FK_OK;
+}
+
 static fk_status cuda_upload_weight(backend *b, const float *host, int rows, int cols, void **out, fk_error *err)
 {
     const size_t n = (size_t)rows * cols;
@@ -296,6 +303,7 @@ static const backend_ops cuda_ops = {
     .upload = cuda_upload,
     .download = cuda_download,
     .download_act = cuda_download_act,
+    .memory_info = cuda_memory_info,
     .upload_weight = cuda_upload_weight,
     .embed = cuda_embed,
     .add_rms_norm = cuda_add_rms_norm,

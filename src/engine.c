@@ -54,8 +54,9 @@ static double now_s(void)
 
 fk_engine_params fk_engine_params_default(void)
 {
-    return (fk_engine_params){.block_size = 16, .num_blocks = 0, .kv_cache_mb = 256, .max_num_seqs = 256,
-                              .max_num_batched_tokens = 2048, .max_model_len = 0, .enable_prefix_caching = true};
+    return (fk_engine_params){.block_size = 16, .num_blocks = 0, .kv_cache_mb = 0, .gpu_memory_utilization = 0.9f,
+                              .max_num_seqs = 256, .max_num_batched_tokens = 2048, .max_model_len = 0,
+                              .enable_prefix_caching = true};
 }
 
 fk_request_params fk_request_params_default(void)
@@ -67,7 +68,9 @@ fk_request_params fk_request_params_default(void)
     };
 }
 
-/* Fills in num_blocks and max_model_len and checks every value. */
+#define CPU_KV_CACHE_MB 512
+
+/* Fills in max_model_len and checks every value (num_blocks is resolved once the workspace exists). */
 static fk_status resolve_params(const fk_model *m, fk_engine_params *p, fk_error *err)
 {
     const model_config *c = &m->cfg;
@@ -87,18 +90,50 @@ static fk_status resolve_params(const fk_model *m, fk_engine_params *p, fk_error
     if (p->num_blocks < 0 || p->kv_cache_mb < 0)
         return fk_error_set(err, FK_ERR_INVALID_ARGUMENT, "num_blocks (%d) and kv_cache_mb (%d) must be >= 0",
                             p->num_blocks, p->kv_cache_mb);
+    if (!(p->gpu_memory_utilization > 0 && p->gpu_memory_utilization <= 1))
+        return fk_error_set(err, FK_ERR_INVALID_ARGUMENT, "gpu_memory_utilization must be in (0, 1], got %g",
+                            (double)p->gpu_memory_utilization);
+    return FK_OK;
+}
+
+/* The KV pool's size in blocks: num_blocks, or what kv_cache_mb holds, or (automatic) on a GPU what
+ * gpu_memory_utilization of its memory leaves now that weights and workspaces are allocated. It must hold one
+ * sequence of max_model_len; otherwise the error gives the sizes and what to change. */
+static fk_status size_kv_pool(const fk_model *m, fk_engine_params *p, fk_error *err)
+{
+    const model_config *c = &m->cfg;
     const size_t block_bytes = kv_cache_block_bytes(m->be, c->n_layers, p->block_size, c->n_kv_heads, c->head_dim);
+    const int needed = (p->max_model_len + p->block_size - 1) / p->block_size;
+    const double mib = 1048576.0, gib = 1073741824.0;
     if (p->num_blocks == 0) {
-        size_t n = ((size_t)p->kv_cache_mb << 20) / block_bytes;
+        size_t budget = (size_t)p->kv_cache_mb << 20, free_bytes = 0, total = 0;
+        fk_status s = m->be->ops->memory_info(m->be, &free_bytes, &total, err);
+        if (s)
+            return s;
+        if (!p->kv_cache_mb && total) {
+            /* Of utilization x total, what is in use already (weights, workspaces, context) is gone. */
+            const double allowed = p->gpu_memory_utilization * (double)total - (double)(total - free_bytes);
+            if (allowed < (double)needed * block_bytes)
+                return fk_error_set(err, FK_ERR_OUT_OF_MEMORY,
+                                    "GPU memory: %.2f GiB total, %.2f GiB in use after loading; at "
+                                    "gpu_memory_utilization %.2f that leaves %.2f GiB for the KV cache, but one sequence "
+                                    "of max_model_len %d needs %.2f GiB: lower --max-model-len or raise "
+                                    "--gpu-memory-utilization",
+                                    total / gib, (total - free_bytes) / gib, (double)p->gpu_memory_utilization,
+                                    allowed > 0 ? allowed / gib : 0.0, p->max_model_len, needed * block_bytes / gib);
+            budget = (size_t)allowed;
+        } else if (!p->kv_cache_mb) {
+            budget = (size_t)CPU_KV_CACHE_MB << 20;
+        }
+        size_t n = budget / block_bytes;
         p->num_blocks = n > (1u << 30) ? 1 << 30 : (int)n;
     }
-    const int needed = (p->max_model_len + p->block_size - 1) / p->block_size;
     if (p->num_blocks < needed)
         return fk_error_set(err, FK_ERR_INVALID_ARGUMENT,
                             "KV pool of %d blocks (%.1f MiB) cannot hold one sequence of max_model_len %d, which needs "
                             "%d blocks (%.1f MiB): raise kv_cache_mb / num_blocks or lower max_model_len",
-                            p->num_blocks, (double)p->num_blocks * block_bytes / 1048576, p->max_model_len, needed,
-                            (double)needed * block_bytes / 1048576);
+                            p->num_blocks, p->num_blocks * block_bytes / mib, p->max_model_len, needed,
+                            needed * block_bytes / mib);
     return FK_OK;
 }
 
@@ -147,10 +182,11 @@ fk_status fk_engine_create(fk_model *m, const fk_engine_params *params, fk_engin
     const model_config *c = &m->cfg;
     const int max_blocks = (p.max_model_len + p.block_size - 1) / p.block_size;
     const int max_tokens = p.max_num_batched_tokens;
-    if ((s = kv_cache_create(m->be, c->n_layers, p.num_blocks, p.block_size, c->n_kv_heads, c->head_dim, &e->kv,
+    if ((s = forward_ws_create(m, max_tokens, p.max_num_seqs, max_blocks, p.max_num_seqs, &e->ws, err)) ||
+        (s = size_kv_pool(m, &e->p, err)) ||
+        (s = kv_cache_create(m->be, c->n_layers, e->p.num_blocks, p.block_size, c->n_kv_heads, c->head_dim, &e->kv,
                              err)) ||
-        (s = forward_ws_create(m, max_tokens, p.max_num_seqs, max_blocks, p.max_num_seqs, &e->ws, err)) ||
-        (s = block_alloc_create(p.num_blocks, p.block_size, &e->blocks, err)) ||
+        (s = block_alloc_create(e->p.num_blocks, p.block_size, &e->blocks, err)) ||
         (s = scheduler_create(e->blocks, p.block_size, p.max_num_seqs, max_tokens, p.enable_prefix_caching,
                               &e->sched, err)) ||
         (s = batch_builder_create(max_tokens, p.max_num_seqs, max_blocks, &e->bb, err)) ||

@@ -47,6 +47,25 @@ static fk_status create_backend(const fk_model_params *p, backend **out, fk_erro
     return backend_cpu_create(p->n_threads, out, err);
 }
 
+/* On a GPU, the weights (in the backend's format) must fit in free memory: fail before uploading any. */
+static fk_status check_weights_fit(backend *be, const safetensors *st, fk_error *err)
+{
+    size_t free_bytes, total;
+    fk_status s = be->ops->memory_info(be, &free_bytes, &total, err);
+    if (s || !total)
+        return s;
+    double need = 0;
+    for (int i = 0; i < safetensors_count(st); i++)
+        need += (double)safetensors_at(st, i)->numel * be->ops->act_size;
+    const double gib = 1073741824.0;
+    if (need > (double)free_bytes)
+        return fk_error_set(err, FK_ERR_OUT_OF_MEMORY,
+                            "the weights need %.2f GiB of GPU memory but %.2f GiB of %.2f GiB are free: use a GPU with "
+                            "more memory, or --device cpu",
+                            need / gib, free_bytes / gib, total / gib);
+    return FK_OK;
+}
+
 void fk_model_free(fk_model *m)
 {
     if (!m)
@@ -74,7 +93,7 @@ fk_status fk_model_load(const char *dir, const fk_model_params *params, fk_model
     m->params = p;
     safetensors *st = NULL;
     if ((s = model_config_load(dir, &m->cfg, err)) || (s = safetensors_open_dir(dir, &st, err)) ||
-        (s = create_backend(&p, &m->be, err)))
+        (s = create_backend(&p, &m->be, err)) || (s = check_weights_fit(m->be, st, err)))
         goto fail;
     s = m->cfg.arch == ARCH_LLAMA ? model_llama_load(&m->cfg, st, m->be, &m->w, err)
                                   : model_gpt2_load(&m->cfg, st, m->be, &m->w, err);

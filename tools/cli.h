@@ -25,8 +25,9 @@ const char *cli_default_model(void);
 fk_model *cli_load_model(const char *dir, const fk_model_params *params);
 
 /* Engine flags shared by generate and bench-engine: --block-size --num-blocks --kv-cache-mb --max-num-seqs
- * --max-num-batched-tokens --max-model-len. Option values start at CLI_ENGINE_OPTION_BASE. */
-enum { CLI_ENGINE_OPTION_BASE = 1000, CLI_ENGINE_OPTION_COUNT = 6 };
+ * --max-num-batched-tokens --max-model-len --gpu-memory-utilization. Option values start at
+ * CLI_ENGINE_OPTION_BASE. */
+enum { CLI_ENGINE_OPTION_BASE = 1000, CLI_ENGINE_OPTION_COUNT = 7 };
 extern const struct option cli_engine_options[CLI_ENGINE_OPTION_COUNT];
 extern const char cli_engine_usage[];
 /* Applies one of those options; false (after printing why) for a bad value. */

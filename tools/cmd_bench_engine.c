@@ -31,7 +31,7 @@ enum { OPT_MODEL = 1, OPT_REQUESTS, OPT_PROMPT_LEN, OPT_MAX_TOKENS, OPT_SHARED, 
 
 int cmd_bench_engine(int argc, char **argv)
 {
-    static struct option options[16] = {
+    static struct option options[9 + CLI_ENGINE_OPTION_COUNT + 1] = {
         {"model", required_argument, 0, OPT_MODEL},        {"requests", required_argument, 0, OPT_REQUESTS},
         {"prompt-len", required_argument, 0, OPT_PROMPT_LEN}, {"max-tokens", required_argument, 0, OPT_MAX_TOKENS},
         {"shared-prefix", required_argument, 0, OPT_SHARED}, {"seed", required_argument, 0, OPT_SEED},

@@ -344,7 +344,7 @@ enum {
 
 int cmd_generate(int argc, char **argv)
 {
-    static struct option options[32] = {
+    static struct option options[16 + CLI_ENGINE_OPTION_COUNT + 1] = {
         {"model", required_argument, 0, OPT_MODEL},          {"prompt-ids", required_argument, 0, OPT_PROMPT_IDS},
         {"prompt", required_argument, 0, OPT_PROMPT},        {"batch", required_argument, 0, OPT_BATCH},
         {"max-tokens", required_argument, 0, OPT_MAX_TOKENS}, {"temperature", required_argument, 0, OPT_TEMPERATURE},
