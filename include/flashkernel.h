@@ -37,7 +37,7 @@ typedef struct fk_error {
 /* A short name for a status ("invalid argument", "format error", ...). Never NULL. */
 const char *fk_status_name(fk_status status);
 
-/* ---- Model level: load a directory, logits, one-sequence generation ---- */
+/* ---- Model level: load a directory, describe it, logits of a prompt ---- */
 
 typedef struct fk_model fk_model;
 
@@ -101,27 +101,128 @@ typedef enum fk_finish_reason {
     FK_FINISH_NONE = 0,   /* still running */
     FK_FINISH_LENGTH = 1, /* max_tokens reached */
     FK_FINISH_EOS = 2,    /* an end-of-sequence id was generated (and ignore_eos was false) */
+    FK_FINISH_STOP = 3,   /* a stop string was generated (the text ends before it) */
+    FK_FINISH_CANCEL = 4, /* cancelled by the caller */
+    FK_FINISH_ERROR = 5,  /* the engine failed (device error); the request is lost */
 } fk_finish_reason;
 
-/* "length", "eos" or "none". */
+/* "length", "eos", "stop", "cancel", "error" or "none". */
 const char *fk_finish_reason_name(fk_finish_reason reason);
 
-typedef struct fk_generate_params {
-    int max_tokens;    /* >= 1; default 16 */
-    float temperature; /* 0 = greedy (default); > 0 samples from softmax(logits / temperature), <= 2 */
-    uint64_t seed;     /* RNG seed for temperature > 0; the same seed gives the same tokens */
-    bool ignore_eos;   /* keep going past end-of-sequence ids */
-} fk_generate_params;
+/* ---- Engine level: many requests on one model, continuous batching over a paged KV cache ---- */
 
-fk_generate_params fk_generate_params_default(void);
+typedef struct fk_engine fk_engine;
 
-/* Generates up to params->max_tokens tokens after the prompt, one sequence.
- * out_ids must hold params->max_tokens entries; *n_out receives how many were written, *reason why it
- * stopped (the eos id, when it ends the sequence, is included in out_ids).
- * Errors: FK_ERR_INVALID_ARGUMENT (empty prompt, id out of range, prompt + max_tokens > max_context,
- * temperature not finite or outside [0, 2], max_tokens < 1), FK_ERR_OUT_OF_MEMORY, FK_ERR_DEVICE. */
-fk_status fk_model_generate(fk_model *model, const int32_t *prompt, int n_prompt, const fk_generate_params *params,
-                            int32_t *out_ids, int *n_out, fk_finish_reason *reason, fk_error *err);
+typedef struct fk_engine_params {
+    int block_size;             /* tokens per KV block (default 16) */
+    int num_blocks;             /* KV pool size in blocks; 0 = from kv_cache_mb */
+    int kv_cache_mb;            /* KV pool budget in MiB when num_blocks is 0; 0 (default) = automatic: on a GPU what
+                                 * gpu_memory_utilization of its memory leaves after weights and workspaces, on the
+                                 * CPU 512 MiB */
+    float gpu_memory_utilization; /* (0, 1]: the share of GPU memory FlashKernel may use (default 0.9) */
+    int max_num_seqs;           /* sequences running at once (default 256) */
+    int max_num_batched_tokens; /* tokens one step computes: decodes and prefill chunks together (default 2048) */
+    int max_model_len;          /* prompt + generated tokens per request; 0 = the model's max_context */
+    bool enable_prefix_caching; /* reuse the KV blocks of identical prompt prefixes (default true) */
+} fk_engine_params;
+
+fk_engine_params fk_engine_params_default(void);
+
+/* Creates an engine over a loaded model (which must outlive it) and allocates its KV pool and workspaces; nothing
+ * is allocated per step. Errors: FK_ERR_INVALID_ARGUMENT (a parameter out of range, or a pool too small for
+ * one sequence of max_model_len: the message gives both sizes), FK_ERR_OUT_OF_MEMORY, FK_ERR_DEVICE. */
+fk_status fk_engine_create(fk_model *model, const fk_engine_params *params, fk_engine **out, fk_error *err);
+
+/* Frees the engine; requests still in it end without further events. NULL is allowed. */
+void fk_engine_free(fk_engine *engine);
+
+#define FK_MAX_LOGPROBS 20
+#define FK_MAX_STOP 4
+#define FK_MAX_STOP_BYTES 256
+
+typedef struct fk_sampling_params {
+    float temperature;        /* 0 = greedy (default); (0, 2] samples */
+    float top_p;              /* (0, 1]; 1 = off (default) */
+    int top_k;                /* >= 0; 0 = off (default); above the vocabulary means all of it */
+    float min_p;              /* [0, 1]; 0 = off (default) */
+    float repetition_penalty; /* (0, 2]; 1 = off (default); over prompt and generated tokens */
+    float presence_penalty;   /* [-2, 2]; 0 = off (default); over generated tokens */
+    float frequency_penalty;  /* [-2, 2]; 0 = off (default); over generated tokens */
+    uint64_t seed;            /* the request's own RNG: the same seed and params give the same tokens */
+    int logprobs;             /* -1 = none (default); 0 = the chosen token's; n <= 20: also the top n */
+} fk_sampling_params;
+
+typedef struct fk_logprob {
+    int32_t token;
+    float logprob; /* log-softmax of the model's logits, before penalties and temperature */
+} fk_logprob;
+
+/* What the engine reports for a request: one event per generated token, the last one with finish set. */
+typedef struct fk_token_event {
+    uint64_t request_id;
+    int32_t token;          /* the new token; -1 on a final event without one (cancel, error) */
+    const char *text;       /* the text it adds: complete UTF-8, possibly empty; NULL without a tokenizer */
+    size_t text_len;
+    float logprob;          /* the token's, when logprobs >= 0 */
+    int n_top;              /* alternatives in top, when logprobs > 0 */
+    const fk_logprob *top;
+    fk_finish_reason finish; /* FK_FINISH_NONE while the request goes on */
+    /* Filled on the final event: */
+    int prompt_tokens, completion_tokens;
+    int cached_tokens; /* prompt tokens served from the prefix cache at first admission */
+    int preemptions;
+    double queue_s;    /* submit → first scheduled */
+    double prefill_s;  /* first scheduled → first token */
+    double decode_s;   /* first token → finish */
+} fk_token_event;
+
+/* Called on the thread that runs fk_engine_step (or fk_engine_cancel); the event and its pointers are valid only
+ * during the call. It must not call back into the engine. */
+typedef void (*fk_token_callback)(const fk_token_event *event, void *user);
+
+typedef struct fk_request_params {
+    int max_tokens;          /* >= 1 (default 16) */
+    bool ignore_eos;         /* keep going past end-of-sequence ids */
+    const char *const *stop; /* up to FK_MAX_STOP non-empty strings of <= FK_MAX_STOP_BYTES (needs a tokenizer) */
+    int n_stop;
+    fk_sampling_params sampling;
+    fk_token_callback on_token; /* may be NULL */
+    void *user;
+} fk_request_params;
+
+fk_request_params fk_request_params_default(void);
+
+/* Queues a request; the engine copies everything it needs. *id identifies it from now on.
+ * Errors (the engine is left exactly as it was): FK_ERR_INVALID_ARGUMENT for an empty prompt, an id outside the
+ * vocabulary, prompt + max_tokens beyond max_model_len, any sampling value out of its range (the message names
+ * the field and the value), stop strings without a tokenizer; FK_ERR_DEVICE once the engine has failed. */
+fk_status fk_engine_submit(fk_engine *engine, const int32_t *prompt, int n_prompt, const fk_request_params *params,
+                           uint64_t *id, fk_error *err);
+
+/* One step: schedule (running decodes first, then prefill chunks, within max_num_batched_tokens), run the
+ * batch, sample, and report tokens through the callbacks; finished requests free their KV blocks in the same
+ * step. With nothing to do it returns at once. A device error marks the engine failed for good: every request
+ * gets a final FK_FINISH_ERROR event and this and every later call return FK_ERR_DEVICE. */
+fk_status fk_engine_step(fk_engine *engine, fk_error *err);
+
+/* Ends a request now, whether waiting, prefilling or decoding: its blocks are freed and its callback gets a final
+ * FK_FINISH_CANCEL event. Errors: FK_ERR_INVALID_ARGUMENT for an id that is unknown or already finished. */
+fk_status fk_engine_cancel(fk_engine *engine, uint64_t id, fk_error *err);
+
+/* Whether any request is waiting or running. */
+bool fk_engine_has_work(const fk_engine *engine);
+
+typedef struct fk_engine_stats {
+    int running, waiting;
+    int blocks_total, blocks_used, blocks_free, blocks_cached; /* used + free + cached = total */
+    uint64_t prefix_query_tokens, prefix_hit_tokens;
+    uint64_t preemptions;
+    uint64_t prompt_tokens, generation_tokens; /* totals since creation */
+    uint64_t steps;
+    bool failed;
+} fk_engine_stats;
+
+fk_engine_stats fk_engine_get_stats(const fk_engine *engine);
 
 /* ---- Tokenizer ---- */
 

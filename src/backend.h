@@ -1,6 +1,7 @@
 /* backend.h — the ops table a compute backend implements (backend_cpu.c; backend_cuda.c later).
  *
- * Memory is the backend's: "device" pointers come from alloc() and are only touched through these ops.
+ * Memory is the backend's: "device" pointers come from alloc() and are only touched through these ops; inv_freq
+ * and every index array passed to an op are device memory too.
  * Activations and the KV cache hold `act` elements (float32 on the CPU, float16 on the GPU); weights are
  * in the backend's own format, made from float32 host data by upload_weight(). Index arrays are int32.
  * Ops are enqueued in order; download() waits for everything before it. Every op returns FK_OK or an
@@ -19,14 +20,27 @@
 
 typedef struct backend backend;
 
-/* One attention call's view of the batch (all arrays are device memory). */
+/* What one row's token choice depends on once penalties are applied (see sampler_pick in sampler.h): temperature
+ * 0 is the argmax; u is the request RNG's draw for this token. */
+typedef struct sample_row {
+    float temperature;
+    float top_p;
+    float min_p;
+    float u;
+    int top_k;
+} sample_row;
+
+/* One attention call's view of the batch. */
 typedef struct attn_batch {
     int n_tokens;
     int n_seqs;
-    const int32_t *query_start;  /* [n_seqs + 1]: the tokens of seq s are query_start[s] .. [s+1]-1 */
-    const int32_t *context_len;  /* [n_seqs]: tokens of seq s in the cache after this step */
-    const int32_t *block_tables; /* [n_seqs][max_blocks]: the cache blocks of seq s, in order */
+    const int32_t *query_start;  /* [n_seqs + 1] device: the tokens of seq s are query_start[s] .. [s+1]-1 */
+    const int32_t *context_len;  /* [n_seqs] device: tokens of seq s in the cache after this step */
+    const int32_t *block_tables; /* [n_seqs][max_blocks] device: the cache blocks of seq s, in order */
     int max_blocks;
+    const int32_t *query_start_host; /* host copies of the two above, for launch geometry */
+    const int32_t *context_len_host;
+    void *scratch; /* attention_scratch_bytes() of device memory */
 } attn_batch;
 
 /* A KV cache pool of one layer: [num_blocks][Hkv][B][D] act elements for K and for V. */
@@ -54,6 +68,9 @@ typedef struct backend_ops {
     /* n act elements to float32 on the host (waits for pending work). */
     fk_status (*download_act)(backend *b, float *dst, const void *src, size_t n, fk_error *err);
 
+    /* Free and total device memory in bytes; both 0 for a backend whose memory is the host's. */
+    fk_status (*memory_info)(backend *b, size_t *free_bytes, size_t *total_bytes, fk_error *err);
+
     /* A weight from float32 host data: rows x cols (a vector is rows = 1). */
     fk_status (*upload_weight)(backend *b, const float *host, int rows, int cols, void **out, fk_error *err);
 
@@ -78,6 +95,10 @@ typedef struct backend_ops {
     fk_status (*rope_store_kv)(backend *b, void *qkv, const int32_t *positions, const float *inv_freq,
                                const int32_t *slot_mapping, const kv_pool *kv, int n, int n_heads, fk_error *err);
 
+    /* Device scratch one attention call needs for batches of up to these sizes (0: none). */
+    size_t (*attention_scratch_bytes)(const backend *b, int max_tokens, int max_seqs, int n_heads, int n_kv_heads,
+                                      int head_dim);
+
     /* Causal attention of the q part of qkv[n] over the cache: out[n][H*D]. Query i of sequence s sits at
      * position context_len[s] - (query_start[s+1] - i) and sees cache positions 0..that position. */
     fk_status (*attention)(backend *b, void *out, const void *qkv, const kv_pool *kv, const attn_batch *batch,
@@ -91,6 +112,11 @@ typedef struct backend_ops {
 
     /* out[m][d] = x[rows[i]]. */
     fk_status (*gather_rows)(backend *b, void *out, const void *x, const int32_t *rows, int m, int d, fk_error *err);
+
+    /* tokens[r] = the token sampler_pick chooses for logits[r][vocab] with rows[r]: sampling where the logits
+     * are, so only token ids need to leave the device. */
+    fk_status (*sample)(backend *b, int32_t *tokens, const void *logits, const sample_row *rows, int n_rows,
+                        int vocab, fk_error *err);
 } backend_ops;
 
 struct backend {
@@ -99,5 +125,8 @@ struct backend {
 
 /* The CPU backend (fp32). n_threads 0 = one per core. */
 fk_status backend_cpu_create(int n_threads, backend **out, fk_error *err);
+
+/* The CUDA backend (fp16 on the current device). Errors: FK_ERR_DEVICE (no device, driver or cuBLAS failure). */
+fk_status backend_cuda_create(backend **out, fk_error *err);
 
 #endif

@@ -10,10 +10,13 @@
 
 #include "backend.h"
 #include "error.h"
+#include "sampler.h"
 
 typedef struct cpu_backend {
     backend base;
     int n_threads;
+    sampler *sampler; /* scratch for the sample op, sized to the model's vocabulary */
+    int sampler_vocab;
 } cpu_backend;
 
 static int threads_of(const backend *b)
@@ -26,6 +29,7 @@ static int threads_of(const backend *b)
 
 static void cpu_destroy(backend *b)
 {
+    sampler_destroy(((cpu_backend *)b)->sampler);
     free(b);
 }
 
@@ -53,6 +57,13 @@ static fk_status cpu_copy(backend *b, void *dst, const void *src, size_t bytes, 
 static fk_status cpu_download_act(backend *b, float *dst, const void *src, size_t n, fk_error *err)
 {
     return cpu_copy(b, dst, src, n * sizeof(float), err);
+}
+
+static fk_status cpu_memory_info(backend *b, size_t *free_bytes, size_t *total_bytes, fk_error *err)
+{
+    (void)b, (void)err;
+    *free_bytes = *total_bytes = 0;
+    return FK_OK;
 }
 
 static fk_status cpu_upload_weight(backend *b, const float *host, int rows, int cols, void **out, fk_error *err)
@@ -339,6 +350,13 @@ static fk_status cpu_attention(backend *b, void *out, const void *qkv, const kv_
     return FK_OK;
 }
 
+static size_t cpu_attention_scratch_bytes(const backend *b, int max_tokens, int max_seqs, int n_heads,
+                                          int n_kv_heads, int head_dim)
+{
+    (void)b, (void)max_tokens, (void)max_seqs, (void)n_heads, (void)n_kv_heads, (void)head_dim;
+    return 0;
+}
+
 static fk_status cpu_silu_mul(backend *b, void *out, const void *gate_up, int n, int f, fk_error *err)
 {
     (void)err;
@@ -374,6 +392,24 @@ static fk_status cpu_gather_rows(backend *b, void *out, const void *x, const int
     return FK_OK;
 }
 
+static fk_status cpu_sample(backend *b, int32_t *tokens, const void *logits, const sample_row *rows, int n_rows,
+                            int vocab, fk_error *err)
+{
+    cpu_backend *cb = (cpu_backend *)b;
+    if (cb->sampler_vocab != vocab) { /* once per model */
+        sampler_destroy(cb->sampler);
+        cb->sampler = NULL;
+        cb->sampler_vocab = 0;
+        fk_status s = sampler_create(vocab, &cb->sampler, err);
+        if (s)
+            return s;
+        cb->sampler_vocab = vocab;
+    }
+    for (int r = 0; r < n_rows; r++)
+        tokens[r] = sampler_pick(cb->sampler, (const float *)logits + (size_t)r * vocab, &rows[r]);
+    return FK_OK;
+}
+
 static const backend_ops cpu_ops = {
     .name = "cpu",
     .act_size = sizeof(float),
@@ -383,16 +419,19 @@ static const backend_ops cpu_ops = {
     .upload = cpu_copy,
     .download = cpu_copy,
     .download_act = cpu_download_act,
+    .memory_info = cpu_memory_info,
     .upload_weight = cpu_upload_weight,
     .embed = cpu_embed,
     .add_rms_norm = cpu_add_rms_norm,
     .add_layer_norm = cpu_add_layer_norm,
     .linear = cpu_linear,
     .rope_store_kv = cpu_rope_store_kv,
+    .attention_scratch_bytes = cpu_attention_scratch_bytes,
     .attention = cpu_attention,
     .silu_mul = cpu_silu_mul,
     .gelu_tanh = cpu_gelu_tanh,
     .gather_rows = cpu_gather_rows,
+    .sample = cpu_sample,
 };
 
 fk_status backend_cpu_create(int n_threads, backend **out, fk_error *err)

@@ -58,6 +58,9 @@ const char *fk_finish_reason_name(fk_finish_reason reason)
     switch (reason) {
     case FK_FINISH_LENGTH: return "length";
     case FK_FINISH_EOS: return "eos";
+    case FK_FINISH_STOP: return "stop";
+    case FK_FINISH_CANCEL: return "cancel";
+    case FK_FINISH_ERROR: return "error";
     case FK_FINISH_NONE: break;
     }
     return "none";

@@ -1,5 +1,5 @@
-/* model.c — the model-level public API: load a directory, describe it, logits of a prompt, and generation of
- * one sequence (each call gets its own KV cache sized to what it needs). */
+/* model.c — the model-level public API: load a directory, describe it, logits of a prompt (each call gets its own
+ * KV cache sized to the prompt, blocks in order, and runs the prompt in chunks of prefill_chunk tokens). */
 #include "model.h"
 
 #include <math.h>
@@ -9,7 +9,6 @@
 #include <sys/stat.h>
 
 #include "error.h"
-#include "sampler.h"
 
 /* Logit rows the model-level workspace holds: at most this many bytes of float32 logits. */
 #define LOGITS_BUDGET_BYTES (64u << 20)
@@ -17,11 +16,6 @@
 fk_model_params fk_model_params_default(void)
 {
     return (fk_model_params){.device = FK_DEVICE_AUTO, .n_threads = 0, .prefill_chunk = 512, .kv_block_size = 16};
-}
-
-fk_generate_params fk_generate_params_default(void)
-{
-    return (fk_generate_params){.max_tokens = 16, .temperature = 0.0f, .seed = 0, .ignore_eos = false};
 }
 
 static fk_status check_params(const fk_model_params *p, fk_error *err)
@@ -39,10 +33,19 @@ static fk_status check_params(const fk_model_params *p, fk_error *err)
     return FK_OK;
 }
 
+/* cuda: the GPU or an error; auto: the GPU when this build has CUDA and a device answers, else the CPU. */
 static fk_status create_backend(const fk_model_params *p, backend **out, fk_error *err)
 {
+#ifdef FK_HAVE_CUDA_BACKEND
+    if (p->device != FK_DEVICE_CPU) {
+        fk_status s = backend_cuda_create(out, err);
+        if (s == FK_OK || p->device == FK_DEVICE_CUDA)
+            return s;
+    }
+#else
     if (p->device == FK_DEVICE_CUDA)
-        return fk_error_set(err, FK_ERR_DEVICE, "the CUDA backend is not available in this build; use device cpu");
+        return fk_error_set(err, FK_ERR_DEVICE, "this build has no CUDA backend (built without nvcc); use device cpu");
+#endif
     return backend_cpu_create(p->n_threads, out, err);
 }
 
@@ -58,6 +61,25 @@ static fk_status load_tokenizer(const char *dir, fk_tokenizer **tok, fk_error *e
     fk_status s = stat(path, &sb) == 0 ? fk_tokenizer_load(path, tok, err) : FK_OK;
     free(path);
     return s;
+}
+
+/* On a GPU, the weights (in the backend's format) must fit in free memory: fail before uploading any. */
+static fk_status check_weights_fit(backend *be, const safetensors *st, fk_error *err)
+{
+    size_t free_bytes, total;
+    fk_status s = be->ops->memory_info(be, &free_bytes, &total, err);
+    if (s || !total)
+        return s;
+    double need = 0;
+    for (int i = 0; i < safetensors_count(st); i++)
+        need += (double)safetensors_at(st, i)->numel * be->ops->act_size;
+    const double gib = 1073741824.0;
+    if (need > (double)free_bytes)
+        return fk_error_set(err, FK_ERR_OUT_OF_MEMORY,
+                            "the weights need %.2f GiB of GPU memory but %.2f GiB of %.2f GiB are free: use a GPU with "
+                            "more memory, or --device cpu",
+                            need / gib, free_bytes / gib, total / gib);
+    return FK_OK;
 }
 
 void fk_model_free(fk_model *m)
@@ -88,7 +110,7 @@ fk_status fk_model_load(const char *dir, const fk_model_params *params, fk_model
     m->params = p;
     safetensors *st = NULL;
     if ((s = model_config_load(dir, &m->cfg, err)) || (s = safetensors_open_dir(dir, &st, err)) ||
-        (s = create_backend(&p, &m->be, err)))
+        (s = create_backend(&p, &m->be, err)) || (s = check_weights_fit(m->be, st, err)))
         goto fail;
     s = m->cfg.arch == ARCH_LLAMA ? model_llama_load(&m->cfg, st, m->be, &m->w, err)
                                   : model_gpt2_load(&m->cfg, st, m->be, &m->w, err);
@@ -214,7 +236,9 @@ static fk_status sequence_extend(fk_model *m, sequence *q, const int32_t *ids, i
         .block_tables = q->block_table,
         .logit_rows = all ? rows : &last_row,
     };
-    fk_status s = model_forward(m, m->ws, q->kv, &b, logits, err);
+    fk_status s = model_forward(m, m->ws, q->kv, &b, err);
+    if (!s && b.n_logits)
+        s = model_fetch_logits(m, m->ws, b.n_logits, logits, err);
     if (!s)
         q->n_cached += n;
     return s;
@@ -249,59 +273,5 @@ fk_status fk_model_logits(fk_model *m, const int32_t *ids, int n_ids, bool all_p
         return s;
     s = sequence_prefill(m, &q, ids, n_ids, all_positions, logits, err);
     sequence_free(&q);
-    return s;
-}
-
-static bool is_eos(const model_config *c, int id)
-{
-    for (int i = 0; i < c->n_eos; i++)
-        if (c->eos_ids[i] == id)
-            return true;
-    return false;
-}
-
-fk_status fk_model_generate(fk_model *m, const int32_t *prompt, int n_prompt, const fk_generate_params *params,
-                            int32_t *out_ids, int *n_out, fk_finish_reason *reason, fk_error *err)
-{
-    const fk_generate_params p = params ? *params : fk_generate_params_default();
-    *n_out = 0;
-    *reason = FK_FINISH_NONE;
-    if (p.max_tokens < 1)
-        return fk_error_set(err, FK_ERR_INVALID_ARGUMENT, "max_tokens must be at least 1, got %d", p.max_tokens);
-    if (!isfinite(p.temperature) || p.temperature < 0 || p.temperature > 2)
-        return fk_error_set(err, FK_ERR_INVALID_ARGUMENT, "temperature must be a finite number in [0, 2], got %g",
-                            (double)p.temperature);
-    fk_status s = check_prompt(m, prompt, n_prompt, p.max_tokens, err);
-    if (s)
-        return s;
-    float *logits = malloc((size_t)m->cfg.vocab_size * sizeof(float));
-    if (!logits)
-        return fk_error_set(err, FK_ERR_OUT_OF_MEMORY, "out of memory");
-    sequence q;
-    if ((s = sequence_init(m, n_prompt + p.max_tokens, &q, err))) {
-        free(logits);
-        return s;
-    }
-    rng r;
-    rng_seed(&r, p.seed);
-    s = sequence_prefill(m, &q, prompt, n_prompt, false, logits, err);
-    int n = 0;
-    while (!s) {
-        int32_t id = p.temperature > 0 ? sampler_temperature(logits, m->cfg.vocab_size, p.temperature, &r)
-                                       : sampler_argmax(logits, m->cfg.vocab_size);
-        out_ids[n++] = id;
-        if (!p.ignore_eos && is_eos(&m->cfg, id)) {
-            *reason = FK_FINISH_EOS;
-            break;
-        }
-        if (n == p.max_tokens) {
-            *reason = FK_FINISH_LENGTH;
-            break;
-        }
-        s = sequence_extend(m, &q, &id, 1, false, true, logits, err);
-    }
-    *n_out = n;
-    sequence_free(&q);
-    free(logits);
     return s;
 }

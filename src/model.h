@@ -16,6 +16,9 @@ typedef struct forward_ws {
     void *mlp_in, *mlp_act;                      /* [max_tokens][2 f] and [max_tokens][f] */
     void *last_normed;                           /* [max_logits][d] */
     void *logits;                                /* [max_logits][vocab] */
+    void *attn_scratch;                          /* the backend's attention scratch, or NULL */
+    int32_t *tokens;                             /* [max_logits]: the token sampled from each logits row */
+    sample_row *sample_rows;                     /* [max_logits]: how to sample it */
     int32_t *ids, *positions, *slots, *query_start, *context_len, *block_tables, *logit_rows;
 } forward_ws;
 
@@ -32,9 +35,16 @@ fk_status forward_ws_create(const fk_model *m, int max_tokens, int max_seqs, int
                             forward_ws **out, fk_error *err);
 void forward_ws_free(const fk_model *m, forward_ws *ws);
 
-/* Runs the batch through the model, writing K/V into kv and the logits of b->logit_rows to
- * logits [n_logits][vocab] (float32, host). b must fit ws. */
-fk_status model_forward(fk_model *m, forward_ws *ws, const kv_cache *kv, const batch *b, float *logits,
-                        fk_error *err);
+/* Runs the batch through the model, writing K/V into kv and the logits of b->logit_rows into ws->logits on the
+ * device. b must fit ws. */
+fk_status model_forward(fk_model *m, forward_ws *ws, const kv_cache *kv, const batch *b, fk_error *err);
+
+/* The last forward pass's n_rows logit rows, as float32 on the host: logits [n_rows][vocab]. */
+fk_status model_fetch_logits(fk_model *m, forward_ws *ws, int n_rows, float *logits, fk_error *err);
+
+/* A token for each of the last forward pass's n_rows logit rows, sampled where the logits are with rows[n_rows]:
+ * only the token ids cross to the host. */
+fk_status model_fetch_tokens(fk_model *m, forward_ws *ws, const sample_row *rows, int n_rows, int32_t *tokens,
+                             fk_error *err);
 
 #endif

@@ -39,8 +39,14 @@ fk_status forward_ws_create(const fk_model *m, int max_tokens, int max_seqs, int
         {(void **)&ws->context_len, (size_t)max_seqs * sizeof(int32_t)},
         {(void **)&ws->block_tables, (size_t)max_seqs * max_blocks * sizeof(int32_t)},
         {(void **)&ws->logit_rows, (size_t)max_logits * sizeof(int32_t)},
+        {(void **)&ws->tokens, (size_t)max_logits * sizeof(int32_t)},
+        {(void **)&ws->sample_rows, (size_t)max_logits * sizeof(sample_row)},
+        {&ws->attn_scratch, be->ops->attention_scratch_bytes(be, max_tokens, max_seqs, c->n_heads, c->n_kv_heads,
+                                                             c->head_dim)},
     };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
+        if (bufs[i].bytes == 0)
+            continue;
         fk_status s = be->ops->alloc(be, bufs[i].bytes, bufs[i].p, err);
         if (s) {
             forward_ws_free(m, ws);
@@ -55,9 +61,10 @@ void forward_ws_free(const fk_model *m, forward_ws *ws)
 {
     if (!ws)
         return;
-    void *all[] = {ws->residual, ws->normed, ws->qkv, ws->attn, ws->proj, ws->mlp_in, ws->mlp_act,
-                   ws->last_normed, ws->logits, ws->ids, ws->positions, ws->slots, ws->query_start,
-                   ws->context_len, ws->block_tables, ws->logit_rows};
+    void *all[] = {ws->residual, ws->normed,      ws->qkv,       ws->attn,        ws->proj,
+                   ws->mlp_in,   ws->mlp_act,     ws->last_normed, ws->logits,    ws->ids,
+                   ws->positions, ws->slots,      ws->query_start, ws->context_len, ws->block_tables,
+                   ws->logit_rows, ws->attn_scratch, ws->tokens, ws->sample_rows};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         if (all[i])
             m->be->ops->release(m->be, all[i]);
@@ -129,8 +136,7 @@ static fk_status check_fits(const forward_ws *ws, const batch *b, fk_error *err)
     return FK_OK;
 }
 
-fk_status model_forward(fk_model *m, forward_ws *ws, const kv_cache *kv, const batch *b, float *logits,
-                        fk_error *err)
+fk_status model_forward(fk_model *m, forward_ws *ws, const kv_cache *kv, const batch *b, fk_error *err)
 {
     backend *be = m->be;
     const model_config *c = &m->cfg;
@@ -140,9 +146,15 @@ fk_status model_forward(fk_model *m, forward_ws *ws, const kv_cache *kv, const b
     fk_status s;
     if ((s = check_fits(ws, b, err)) || (s = upload_batch(be, ws, b, err)))
         return s;
-    const attn_batch ab = {.n_tokens = n, .n_seqs = b->n_seqs, .query_start = ws->query_start,
-                           .context_len = ws->context_len, .block_tables = ws->block_tables,
-                           .max_blocks = b->max_blocks};
+    const attn_batch ab = {.n_tokens = n,
+                           .n_seqs = b->n_seqs,
+                           .query_start = ws->query_start,
+                           .context_len = ws->context_len,
+                           .block_tables = ws->block_tables,
+                           .max_blocks = b->max_blocks,
+                           .query_start_host = b->query_start,
+                           .context_len_host = b->context_len,
+                           .scratch = ws->attn_scratch};
 
     if ((s = be->ops->embed(be, ws->residual, w->tok_embed, ws->ids, w->pos_embed, ws->positions, n, d, err)))
         return s;
@@ -163,8 +175,23 @@ fk_status model_forward(fk_model *m, forward_ws *ws, const kv_cache *kv, const b
     if (b->n_logits == 0)
         return FK_OK;
     if ((s = add_norm(m, ws->normed, ws->residual, sublayer_out, w->norm_w, w->norm_b, n, err)) ||
-        (s = be->ops->gather_rows(be, ws->last_normed, ws->normed, ws->logit_rows, b->n_logits, d, err)) ||
-        (s = be->ops->linear(be, ws->logits, ws->last_normed, w->lm_head, NULL, b->n_logits, d, c->vocab_size, err)))
+        (s = be->ops->gather_rows(be, ws->last_normed, ws->normed, ws->logit_rows, b->n_logits, d, err)))
         return s;
-    return be->ops->download_act(be, logits, ws->logits, (size_t)b->n_logits * c->vocab_size, err);
+    return be->ops->linear(be, ws->logits, ws->last_normed, w->lm_head, NULL, b->n_logits, d, c->vocab_size, err);
+}
+
+fk_status model_fetch_logits(fk_model *m, forward_ws *ws, int n_rows, float *logits, fk_error *err)
+{
+    return m->be->ops->download_act(m->be, logits, ws->logits, (size_t)n_rows * m->cfg.vocab_size, err);
+}
+
+fk_status model_fetch_tokens(fk_model *m, forward_ws *ws, const sample_row *rows, int n_rows, int32_t *tokens,
+                             fk_error *err)
+{
+    backend *be = m->be;
+    fk_status s;
+    if ((s = be->ops->upload(be, ws->sample_rows, rows, (size_t)n_rows * sizeof *rows, err)) ||
+        (s = be->ops->sample(be, ws->tokens, ws->logits, ws->sample_rows, n_rows, m->cfg.vocab_size, err)))
+        return s;
+    return be->ops->download(be, tokens, ws->tokens, (size_t)n_rows * sizeof *tokens, err);
 }

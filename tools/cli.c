@@ -182,6 +182,53 @@ void cli_print_json_string(FILE *f, const char *s, size_t len)
     fputc('"', f);
 }
 
+const struct option cli_engine_options[CLI_ENGINE_OPTION_COUNT] = {
+    {"block-size", required_argument, 0, CLI_ENGINE_OPTION_BASE + 0},
+    {"num-blocks", required_argument, 0, CLI_ENGINE_OPTION_BASE + 1},
+    {"kv-cache-mb", required_argument, 0, CLI_ENGINE_OPTION_BASE + 2},
+    {"max-num-seqs", required_argument, 0, CLI_ENGINE_OPTION_BASE + 3},
+    {"max-num-batched-tokens", required_argument, 0, CLI_ENGINE_OPTION_BASE + 4},
+    {"max-model-len", required_argument, 0, CLI_ENGINE_OPTION_BASE + 5},
+    {"gpu-memory-utilization", required_argument, 0, CLI_ENGINE_OPTION_BASE + 6},
+};
+
+const char cli_engine_usage[] =
+    "  --block-size N      tokens per KV cache block (default 16)\n"
+    "  --num-blocks N      KV cache blocks (default: as many as --kv-cache-mb holds)\n"
+    "  --kv-cache-mb N     KV cache budget in MiB (default: on a GPU what --gpu-memory-utilization leaves,\n"
+    "                      on the CPU 512)\n"
+    "  --max-num-seqs N    sequences running at once (default 256)\n"
+    "  --max-num-batched-tokens N\n"
+    "                      tokens per engine step, prefill chunks included (default 2048)\n"
+    "  --max-model-len N   prompt + output tokens per request (default: the model's context)\n"
+    "  --gpu-memory-utilization F\n"
+    "                      share of GPU memory to use, weights and KV cache included (default 0.9)\n";
+
+bool cli_engine_option(int opt, const char *arg, fk_engine_params *ep)
+{
+    switch (opt - CLI_ENGINE_OPTION_BASE) {
+    case 0: return cli_parse_int("--block-size", arg, 1, 1024, &ep->block_size);
+    case 1: return cli_parse_int("--num-blocks", arg, 1, 1 << 30, &ep->num_blocks);
+    case 2: return cli_parse_int("--kv-cache-mb", arg, 1, 1 << 24, &ep->kv_cache_mb);
+    case 3: return cli_parse_int("--max-num-seqs", arg, 1, 65536, &ep->max_num_seqs);
+    case 4: return cli_parse_int("--max-num-batched-tokens", arg, 1, 1 << 20, &ep->max_num_batched_tokens);
+    case 5: return cli_parse_int("--max-model-len", arg, 1, 1 << 24, &ep->max_model_len);
+    case 6: return cli_parse_float("--gpu-memory-utilization", arg, 0.01f, 1, &ep->gpu_memory_utilization);
+    }
+    return false;
+}
+
+fk_engine *cli_create_engine(fk_model *m, const fk_engine_params *ep)
+{
+    fk_engine *e = NULL;
+    fk_error err = {0};
+    if (fk_engine_create(m, ep, &e, &err)) {
+        fprintf(stderr, "error: %s\n", err.message);
+        return NULL;
+    }
+    return e;
+}
+
 double cli_now(void)
 {
     struct timespec ts;

@@ -2,6 +2,7 @@
 #ifndef FK_CLI_H
 #define FK_CLI_H
 
+#include <getopt.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -32,6 +33,17 @@ char *cli_read_file(const char *path, size_t *len);
 
 /* Writes s[len] as a JSON string (quoted, escaped). */
 void cli_print_json_string(FILE *f, const char *s, size_t len);
+/* Engine flags shared by generate and bench-engine: --block-size --num-blocks --kv-cache-mb --max-num-seqs
+ * --max-num-batched-tokens --max-model-len --gpu-memory-utilization. Option values start at
+ * CLI_ENGINE_OPTION_BASE. */
+enum { CLI_ENGINE_OPTION_BASE = 1000, CLI_ENGINE_OPTION_COUNT = 7 };
+extern const struct option cli_engine_options[CLI_ENGINE_OPTION_COUNT];
+extern const char cli_engine_usage[];
+/* Applies one of those options; false (after printing why) for a bad value. */
+bool cli_engine_option(int opt, const char *arg, fk_engine_params *ep);
+
+/* Creates the engine, printing the message on failure. */
+fk_engine *cli_create_engine(fk_model *m, const fk_engine_params *ep);
 
 /* Seconds on a monotonic clock. */
 double cli_now(void);
@@ -42,5 +54,7 @@ int cmd_tokenize(int argc, char **argv);
 int cmd_detokenize(int argc, char **argv);
 int cmd_perplexity(int argc, char **argv);
 int cmd_bench_tokenizer(int argc, char **argv);
+int cmd_bench_engine(int argc, char **argv);
+int cmd_make_model(int argc, char **argv);
 
 #endif

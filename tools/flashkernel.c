@@ -15,6 +15,8 @@ static const struct {
     {"detokenize", cmd_detokenize, "token ids to text"},
     {"perplexity", cmd_perplexity, "perplexity of the model on a text file"},
     {"bench-tokenizer", cmd_bench_tokenizer, "encoding speed of the tokenizer (MB/s, one thread)"},
+    {"bench-engine", cmd_bench_engine, "throughput of N requests run together through the engine"},
+    {"make-model", cmd_make_model, "write a model directory of real shapes with random weights"},
 };
 
 static void usage(FILE *f)

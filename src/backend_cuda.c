@@ -1,0 +1,346 @@
+/* backend_cuda.c — the GPU backend: fp16 weights, activations and KV cache on the current device, our kernels
+ * (kernels/) for every op but the GEMMs, which go to cuBLAS (fp16 in and out, fp32 accumulation). One stream;
+ * every CUDA and cuBLAS call is checked and a failure is returned as FK_ERR_DEVICE naming the call. */
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include "backend.h"
+#include "error.h"
+#include "fp16.h"
+#include "kernels.h"
+
+typedef struct cuda_backend {
+    backend base;
+    int device;
+    int n_sms;
+    cudaStream_t stream;
+    cublasHandle_t blas;
+    uint16_t *staging; /* host fp16 staging for download_act */
+    size_t staging_n;
+    int32_t *tiles; /* host: prefill tile list, built per attention call */
+    int tiles_cap;
+} cuda_backend;
+
+static cuda_backend *cb_of(backend *b)
+{
+    return (cuda_backend *)b;
+}
+
+static fk_status cuda_fail(fk_error *err, const char *what, cudaError_t e)
+{
+    return fk_error_set(err, FK_ERR_DEVICE, "cuda: %s: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
+}
+
+#define CUDA_OK(call, what)                                                                                        \
+    do {                                                                                                           \
+        cudaError_t e_ = (call);                                                                                   \
+        if (e_ != cudaSuccess)                                                                                     \
+            return cuda_fail(err, what, e_);                                                                       \
+    } while (0)
+
+#define BLAS_OK(call, what)                                                                                        \
+    do {                                                                                                           \
+        cublasStatus_t s_ = (call);                                                                                \
+        if (s_ != CUBLAS_STATUS_SUCCESS)                                                                           \
+            return fk_error_set(err, FK_ERR_DEVICE, "cublas: %s: status %d", what, (int)s_);                       \
+    } while (0)
+
+static void cuda_destroy(backend *b)
+{
+    cuda_backend *cb = cb_of(b);
+    if (cb->blas)
+        cublasDestroy(cb->blas);
+    if (cb->stream)
+        cudaStreamDestroy(cb->stream);
+    free(cb->staging);
+    free(cb->tiles);
+    free(cb);
+}
+
+/* Zeroed device memory (the zeroing is ordered on the backend's stream). */
+static fk_status cuda_alloc(backend *b, size_t bytes, void **out, fk_error *err)
+{
+    *out = NULL;
+    if (bytes == 0)
+        return FK_OK;
+    cudaError_t e = cudaMalloc(out, bytes);
+    if (e != cudaSuccess) {
+        *out = NULL;
+        return fk_error_set(err, e == cudaErrorMemoryAllocation ? FK_ERR_OUT_OF_MEMORY : FK_ERR_DEVICE,
+                            "cuda: cannot allocate %.1f MiB: %s", (double)bytes / 1048576, cudaGetErrorString(e));
+    }
+    CUDA_OK(cudaMemsetAsync(*out, 0, bytes, cb_of(b)->stream), "cudaMemsetAsync");
+    return FK_OK;
+}
+
+static void cuda_release(backend *b, void *p)
+{
+    (void)b;
+    cudaFree(p); /* at teardown: an error here has nowhere to go */
+}
+
+static fk_status cuda_upload(backend *b, void *dst, const void *src, size_t bytes, fk_error *err)
+{
+    if (bytes)
+        CUDA_OK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, cb_of(b)->stream), "upload");
+    return FK_OK;
+}
+
+static fk_status cuda_download(backend *b, void *dst, const void *src, size_t bytes, fk_error *err)
+{
+    cuda_backend *cb = cb_of(b);
+    if (bytes)
+        CUDA_OK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, cb->stream), "download");
+    CUDA_OK(cudaStreamSynchronize(cb->stream), "cudaStreamSynchronize");
+    return FK_OK;
+}
+
+static fk_status cuda_download_act(backend *b, float *dst, const void *src, size_t n, fk_error *err)
+{
+    cuda_backend *cb = cb_of(b);
+    if (n > cb->staging_n) {
+        uint16_t *grown = realloc(cb->staging, n * sizeof *grown);
+        if (!grown)
+            return fk_error_set(err, FK_ERR_OUT_OF_MEMORY, "cuda: host staging for %zu values", n);
+        cb->staging = grown;
+        cb->staging_n = n;
+    }
+    fk_status s = cuda_download(b, cb->staging, src, n * sizeof(uint16_t), err);
+    if (s)
+        return s;
+    for (size_t i = 0; i < n; i++)
+        dst[i] = fp16_to_f32(cb->staging[i]);
+    return FK_OK;
+}
+
+static fk_status cuda_memory_info(backend *b, size_t *free_bytes, size_t *total_bytes, fk_error *err)
+{
+    (void)b;
+    CUDA_OK(cudaMemGetInfo(free_bytes, total_bytes), "cudaMemGetInfo");
+    return FK_OK;
+}
+
+static fk_status cuda_upload_weight(backend *b, const float *host, int rows, int cols, void **out, fk_error *err)
+{
+    const size_t n = (size_t)rows * cols;
+    uint16_t *h = malloc(n * sizeof *h);
+    if (!h)
+        return fk_error_set(err, FK_ERR_OUT_OF_MEMORY, "cuda: host buffer for a %d x %d weight", rows, cols);
+    for (size_t i = 0; i < n; i++)
+        h[i] = f32_to_fp16(host[i]);
+    fk_status s = cuda_alloc(b, n * sizeof *h, out, err);
+    if (!s)
+        s = cuda_upload(b, *out, h, n * sizeof *h, err);
+    if (!s) /* h is freed next */
+        s = cuda_download(b, NULL, NULL, 0, err);
+    free(h);
+    return s;
+}
+
+/* Checks a kernel launch; unsupported sizes come back as cudaErrorInvalidValue. */
+static fk_status launched(cudaError_t e, const char *kernel, fk_error *err)
+{
+    return e == cudaSuccess ? FK_OK : cuda_fail(err, kernel, e);
+}
+
+static fk_status cuda_embed(backend *b, void *out, const void *tok, const int32_t *ids, const void *pos,
+                            const int32_t *positions, int n, int d, fk_error *err)
+{
+    return launched(k_embed(out, tok, ids, pos, positions, n, d, cb_of(b)->stream), "embed", err);
+}
+
+static fk_status cuda_add_rms_norm(backend *b, void *out, void *residual, const void *x, const void *w, int n, int d,
+                                   float eps, fk_error *err)
+{
+    return launched(k_add_rms_norm(out, residual, x, w, n, d, eps, cb_of(b)->stream), "add_rms_norm", err);
+}
+
+static fk_status cuda_add_layer_norm(backend *b, void *out, void *residual, const void *x, const void *w,
+                                     const void *bias, int n, int d, float eps, fk_error *err)
+{
+    return launched(k_add_layer_norm(out, residual, x, w, bias, n, d, eps, cb_of(b)->stream), "add_layer_norm", err);
+}
+
+/* y[n][out] = x[n][in] W[out][in]^T: in cuBLAS's column-major terms y^T (out x n) = W^T^T (out x in) x^T (in x n). */
+static fk_status cuda_linear(backend *b, void *y, const void *x, const void *w, const void *bias, int n, int in,
+                             int out, fk_error *err)
+{
+    cuda_backend *cb = cb_of(b);
+    const float one = 1.0f, zero = 0.0f;
+    BLAS_OK(cublasGemmEx(cb->blas, CUBLAS_OP_T, CUBLAS_OP_N, out, n, in, &one, w, CUDA_R_16F, in, x, CUDA_R_16F, in,
+                         &zero, y, CUDA_R_16F, out, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+            "cublasGemmEx");
+    if (bias)
+        return launched(k_add_bias(y, bias, n, out, cb->stream), "add_bias", err);
+    return FK_OK;
+}
+
+static fk_status cuda_rope_store_kv(backend *b, void *qkv, const int32_t *positions, const float *inv_freq,
+                                    const int32_t *slot_mapping, const kv_pool *kv, int n, int n_heads, fk_error *err)
+{
+    return launched(k_rope_store_kv(qkv, positions, inv_freq, slot_mapping, kv->k, kv->v, n, n_heads, kv->n_kv_heads,
+                                    kv->head_dim, kv->block_size, cb_of(b)->stream),
+                    "rope_store_kv", err);
+}
+
+/* Decode splits: enough (split, KV head, sequence) blocks to fill the device twice over, each split at least
+ * 256 keys. Bounded so that the scratch below always suffices: n_seqs * n_splits <= target / Hkv + n_seqs. */
+static int decode_splits(const cuda_backend *cb, int n_seqs, int n_kv_heads, int max_context)
+{
+    const int target = 2 * cb->n_sms;
+    int by_fill = (target + n_seqs * n_kv_heads - 1) / (n_seqs * n_kv_heads);
+    int by_length = (max_context + 255) / 256;
+    int s = by_fill < by_length ? by_fill : by_length;
+    return s < 1 ? 1 : s;
+}
+
+/* Decode partials or the prefill tile list, never both in one call: both start at the scratch's beginning. */
+static size_t cuda_attention_scratch_bytes(const backend *b, int max_tokens, int max_seqs, int n_heads, int n_kv_heads,
+                                           int head_dim)
+{
+    const cuda_backend *cb = (const cuda_backend *)b;
+    const int split_rows = (2 * cb->n_sms + n_kv_heads - 1) / n_kv_heads + max_seqs; /* >= n_seqs * n_splits */
+    const size_t decode = (size_t)split_rows * k_attention_decode_scratch_bytes(1, n_heads, head_dim, 1);
+    const size_t tiles = ((size_t)max_tokens / 64 + (size_t)max_seqs) * 2 * sizeof(int32_t);
+    return decode > tiles ? decode : tiles;
+}
+
+static fk_status cuda_attention(backend *b, void *out, const void *qkv, const kv_pool *kv, const attn_batch *ab,
+                                int n_heads, float scale, fk_error *err)
+{
+    cuda_backend *cb = cb_of(b);
+    const k_attn_args args = {.out = out,
+                              .qkv = qkv,
+                              .k_cache = kv->k,
+                              .v_cache = kv->v,
+                              .query_start = ab->query_start,
+                              .context_len = ab->context_len,
+                              .block_tables = ab->block_tables,
+                              .n_seqs = ab->n_seqs,
+                              .max_blocks = ab->max_blocks,
+                              .n_heads = n_heads,
+                              .n_kv_heads = kv->n_kv_heads,
+                              .head_dim = kv->head_dim,
+                              .block_size = kv->block_size,
+                              .scale = scale};
+    const int G = n_heads / kv->n_kv_heads;
+    if (kv->head_dim != 64 && kv->head_dim != 128)
+        return fk_error_set(err, FK_ERR_UNSUPPORTED, "cuda attention: head_dim %d (supported: 64, 128)", kv->head_dim);
+    bool all_decode = ab->n_tokens == ab->n_seqs && G <= 8;
+    int max_context = 0, n_tiles = 0;
+    for (int s = 0; s < ab->n_seqs; s++) {
+        const int nq = ab->query_start_host[s + 1] - ab->query_start_host[s];
+        all_decode &= nq == 1;
+        n_tiles += (nq + 63) / 64;
+        if (ab->context_len_host[s] > max_context)
+            max_context = ab->context_len_host[s];
+    }
+    if (all_decode) {
+        const int n_splits = decode_splits(cb, ab->n_seqs, kv->n_kv_heads, max_context);
+        const int split_len = (max_context + n_splits - 1) / n_splits;
+        return launched(k_attention_decode(&args, split_len, n_splits, ab->scratch, cb->stream), "attention_decode",
+                        err);
+    }
+    if (n_tiles > cb->tiles_cap) {
+        int32_t *grown = realloc(cb->tiles, (size_t)n_tiles * 2 * sizeof *grown);
+        if (!grown)
+            return fk_error_set(err, FK_ERR_OUT_OF_MEMORY, "cuda attention: tile list of %d", n_tiles);
+        cb->tiles = grown;
+        cb->tiles_cap = n_tiles;
+    }
+    int t = 0;
+    for (int s = 0; s < ab->n_seqs; s++)
+        for (int q0 = 0; q0 < ab->query_start_host[s + 1] - ab->query_start_host[s]; q0 += 64) {
+            cb->tiles[2 * t] = s;
+            cb->tiles[2 * t + 1] = q0;
+            t++;
+        }
+    int32_t *dev_tiles = ab->scratch;
+    fk_status s = cuda_upload(b, dev_tiles, cb->tiles, (size_t)n_tiles * 2 * sizeof(int32_t), err);
+    if (s)
+        return s;
+    return launched(k_attention_prefill(&args, dev_tiles, n_tiles, cb->stream), "attention_prefill", err);
+}
+
+static fk_status cuda_silu_mul(backend *b, void *out, const void *gate_up, int n, int f, fk_error *err)
+{
+    return launched(k_silu_mul(out, gate_up, n, f, cb_of(b)->stream), "silu_mul", err);
+}
+
+static fk_status cuda_gelu_tanh(backend *b, void *x, size_t n, fk_error *err)
+{
+    return launched(k_gelu_tanh(x, n, cb_of(b)->stream), "gelu_tanh", err);
+}
+
+static fk_status cuda_gather_rows(backend *b, void *out, const void *x, const int32_t *rows, int m, int d,
+                                  fk_error *err)
+{
+    return launched(k_gather_rows(out, x, rows, m, d, cb_of(b)->stream), "gather_rows", err);
+}
+
+_Static_assert(sizeof(sample_row) == sizeof(k_sample_row) && offsetof(sample_row, u) == offsetof(k_sample_row, u) &&
+                   offsetof(sample_row, top_k) == offsetof(k_sample_row, top_k),
+               "sample_row and k_sample_row must share a layout");
+
+static fk_status cuda_sample(backend *b, int32_t *tokens, const void *logits, const sample_row *rows, int n_rows,
+                             int vocab, fk_error *err)
+{
+    return launched(k_sample(tokens, logits, (const k_sample_row *)rows, n_rows, vocab, cb_of(b)->stream), "sample",
+                    err);
+}
+
+static const backend_ops cuda_ops = {
+    .name = "cuda",
+    .act_size = sizeof(uint16_t),
+    .destroy = cuda_destroy,
+    .alloc = cuda_alloc,
+    .release = cuda_release,
+    .upload = cuda_upload,
+    .download = cuda_download,
+    .download_act = cuda_download_act,
+    .memory_info = cuda_memory_info,
+    .upload_weight = cuda_upload_weight,
+    .embed = cuda_embed,
+    .add_rms_norm = cuda_add_rms_norm,
+    .add_layer_norm = cuda_add_layer_norm,
+    .linear = cuda_linear,
+    .rope_store_kv = cuda_rope_store_kv,
+    .attention_scratch_bytes = cuda_attention_scratch_bytes,
+    .attention = cuda_attention,
+    .silu_mul = cuda_silu_mul,
+    .gelu_tanh = cuda_gelu_tanh,
+    .gather_rows = cuda_gather_rows,
+    .sample = cuda_sample,
+};
+
+fk_status backend_cuda_create(backend **out, fk_error *err)
+{
+    *out = NULL;
+    int n_devices = 0;
+    cudaError_t e = cudaGetDeviceCount(&n_devices);
+    if (e != cudaSuccess || n_devices == 0)
+        return fk_error_set(err, FK_ERR_DEVICE, "cuda: no usable GPU (%s)",
+                            e != cudaSuccess ? cudaGetErrorString(e) : "no devices");
+    cuda_backend *cb = calloc(1, sizeof *cb);
+    if (!cb)
+        return fk_error_set(err, FK_ERR_OUT_OF_MEMORY, "cuda: out of memory");
+    cb->base.ops = &cuda_ops;
+    fk_status s = FK_OK;
+    if ((e = cudaGetDevice(&cb->device)) != cudaSuccess ||
+        (e = cudaDeviceGetAttribute(&cb->n_sms, cudaDevAttrMultiProcessorCount, cb->device)) != cudaSuccess ||
+        (e = cudaStreamCreateWithFlags(&cb->stream, cudaStreamNonBlocking)) != cudaSuccess)
+        s = cuda_fail(err, "device setup", e);
+    else if (cublasCreate(&cb->blas) != CUBLAS_STATUS_SUCCESS || cublasSetStream(cb->blas, cb->stream) != CUBLAS_STATUS_SUCCESS)
+        s = fk_error_set(err, FK_ERR_DEVICE, "cublas: cannot create a handle");
+    if (s) {
+        cuda_destroy(&cb->base);
+        return s;
+    }
+    *out = &cb->base;
+    return FK_OK;
+}

@@ -1,0 +1,59 @@
+#!/bin/sh
+# run-on-device.sh — the GPU suite and benchmarks on a GPU host with no package access (nvcc, cuBLAS, meson and
+# ninja there; Debian .deb files carried in .deps by `deploy/offline-deps.sh download .deps` here).
+#   tests/gpu/run-on-device.sh [test] [sanitize] [bench]      (default: all three)
+#   test:     build natively (sm_90) and as compute_75 PTX only (the T4 path, JIT-compiled by the driver) and run
+#             the gpu suite on both
+#   sanitize: compute-sanitizer memcheck (leak check), racecheck, initcheck and synccheck on the op tests
+#   bench:    kernels/bench (ours vs the measured device ceilings), PyTorch SDPA peers, and batch-1 greedy decode
+#             of a Llama-3.2-1B-shaped model against Hugging Face transformers generate()
+# Logs go to $OUT (or /tmp/fk-out); a summary table is printed last.
+set -u
+cd "$(dirname "$0")/../.."
+steps=${*:-test sanitize bench}
+out=${OUT:-/tmp/fk-out}
+mkdir -p "$out"
+prefix=/tmp/fk-deps
+summary=$out/summary.txt
+: >"$summary"
+note() { echo "$*" | tee -a "$summary"; }
+
+deploy/offline-deps.sh unpack .deps $prefix >/dev/null || exit 1
+export LD_LIBRARY_PATH=$prefix/usr/lib/x86_64-linux-gnu
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | sed 's/^/device: /' | tee -a "$summary"
+
+build() { # name arch
+    meson setup "/tmp/fk-$1" -Ddep_prefix=$prefix -Dcuda=enabled "-Dcuda-arch=$2" >"$out/setup-$1.log" 2>&1 &&
+        ninja -C "/tmp/fk-$1" >"$out/build-$1.log" 2>&1 || { note "BUILD $1 ($2): FAILED (see build-$1.log)"; tail -20 "$out/build-$1.log"; return 1; }
+}
+
+case " $steps " in *" test "*)
+    for v in native:sm_90 ptx75:compute_75; do
+        n=${v%%:*}; a=${v#*:}
+        build "$n" "$a" || continue
+        if meson test -C "/tmp/fk-$n" --suite gpu --print-errorlogs >"$out/test-$n.log" 2>&1; then r=passed; else r=FAILED; fi
+        note "gpu suite, $n ($a): $r — $(grep -E '^(Ok|Fail|Skipped):' "$out/test-$n.log" | tr -s ' ' | tr '\n' ' ')"
+        grep -hE "worst logit error|greedy equal" /tmp/fk-$n/meson-logs/testlog.txt | sed "s/^/  [$n] /" | tee -a "$summary"
+    done ;;
+esac
+
+case " $steps " in *" sanitize "*)
+    [ -x /tmp/fk-native/tests/gpu/test_gpu_ops ] || build native sm_90
+    for tool in memcheck racecheck initcheck synccheck; do
+        extra=""; [ $tool = memcheck ] && extra="--leak-check full"
+        compute-sanitizer --tool $tool $extra --error-exitcode 9 /tmp/fk-native/tests/gpu/test_gpu_ops >"$out/sanitize-$tool.log" 2>&1
+        note "compute-sanitizer $tool on test_gpu_ops: exit $? — $(grep -E 'ERROR SUMMARY|LEAK SUMMARY|RACECHECK SUMMARY' "$out/sanitize-$tool.log" | tr '\n' ' ')"
+    done ;;
+esac
+
+case " $steps " in *" bench "*)
+    [ -x /tmp/fk-native/tools/flashkernel ] || build native sm_90
+    /tmp/fk-native/kernels/bench_attention >"$out/bench-attention.log" 2>&1
+    grep -E "device|RESULT" "$out/bench-attention.log" | tee -a "$summary"
+    python3 kernels/bench/peers.py attention 2>&1 | grep PEER | tee -a "$summary"
+    /tmp/fk-native/tools/flashkernel make-model --arch llama --preset llama-3.2-1b --dtype f16 --out /tmp/llama-1b >"$out/make-model.log" 2>&1 || note "make-model: FAILED"
+    /tmp/fk-native/tools/flashkernel bench-engine --model /tmp/llama-1b --device cuda --requests 1 --prompt-len 128 --max-tokens 128 --max-model-len 4096 >"$out/bench-1b.log" 2>&1
+    note "flashkernel batch-1 greedy, llama-3.2-1b shape: $(grep -E 'output tokens/s' "$out/bench-1b.log") ($(grep -E 'elapsed' "$out/bench-1b.log"))"
+    python3 kernels/bench/peers.py generate /tmp/llama-1b 2>&1 | grep -E "PEER|Error" | tee -a "$summary" ;;
+esac
+echo "==== summary"; cat "$summary"

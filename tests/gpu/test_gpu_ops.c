@@ -1,0 +1,414 @@
+/* test_gpu_ops.c — every op of the CUDA backend against the CPU backend (the float32 oracle) on fresh random inputs:
+ * odd sizes, block boundaries +-1, one token, GQA ratios 1/4/8, head_dim 64/128, chunked prefill and long decodes.
+ * Inputs are rounded to fp16 first so both backends see the same values; GPU outputs are poisoned with NaN before
+ * each op so an unwritten element fails. Tolerances (fp16 storage of results, fp32 accumulation) are stated per
+ * op as |gpu - cpu| <= atol + rtol |cpu|. Exit 77 (skipped) without a GPU. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "backend.h"
+#include "fp16.h"
+#include "test_util.h"
+
+static backend *cpu, *gpu;
+static uint64_t rng;
+
+/* Random values in [lo, hi) that fp16 represents exactly. */
+static float *rand_f16(size_t n, float lo, float hi)
+{
+    float *v = malloc((n ? n : 1) * sizeof(float));
+    for (size_t i = 0; i < n; i++)
+        v[i] = fp16_to_f32(f32_to_fp16(tu_uniform(&rng, lo, hi)));
+    return v;
+}
+
+/* Device copy of host floats as fp16 activations. */
+static void *to_gpu(const float *host, size_t n)
+{
+    uint16_t *h = malloc((n ? n : 1) * sizeof *h);
+    for (size_t i = 0; i < n; i++)
+        h[i] = f32_to_fp16(host[i]);
+    void *d;
+    assert_int_equal(gpu->ops->alloc(gpu, n * 2 + 2, &d, NULL), FK_OK);
+    assert_int_equal(gpu->ops->upload(gpu, d, h, n * 2, NULL), FK_OK);
+    free(h);
+    return d;
+}
+
+/* A device buffer of n fp16 NaNs. */
+static void *poisoned(size_t n)
+{
+    uint16_t *h = malloc((n ? n : 1) * sizeof *h);
+    for (size_t i = 0; i < n; i++)
+        h[i] = 0x7e00;
+    void *d;
+    assert_int_equal(gpu->ops->alloc(gpu, n * 2 + 2, &d, NULL), FK_OK);
+    assert_int_equal(gpu->ops->upload(gpu, d, h, n * 2, NULL), FK_OK);
+    free(h);
+    return d;
+}
+
+static void *ints_to_gpu(const int32_t *v, size_t n)
+{
+    void *d;
+    assert_int_equal(gpu->ops->alloc(gpu, n * 4 + 4, &d, NULL), FK_OK);
+    assert_int_equal(gpu->ops->upload(gpu, d, v, n * 4, NULL), FK_OK);
+    return d;
+}
+
+static void *floats_to_gpu(const float *v, size_t n)
+{
+    void *d;
+    assert_int_equal(gpu->ops->alloc(gpu, n * 4 + 4, &d, NULL), FK_OK);
+    assert_int_equal(gpu->ops->upload(gpu, d, v, n * 4, NULL), FK_OK);
+    return d;
+}
+
+static float *from_gpu(const void *d, size_t n)
+{
+    float *h = malloc((n ? n : 1) * sizeof(float));
+    fk_error err = {0};
+    if (gpu->ops->download_act(gpu, h, d, n, &err))
+        fail_msg("%s", err.message);
+    return h;
+}
+
+/* Every element finite and within atol + rtol |want|; returns the largest error for the report. */
+static double compare(const char *what, const float *got, const float *want, size_t n, double atol, double rtol)
+{
+    double worst = 0;
+    for (size_t i = 0; i < n; i++) {
+        double e = fabs((double)got[i] - want[i]);
+        if (!isfinite(got[i]) || e > atol + rtol * fabs(want[i]))
+            fail_msg("%s: element %zu is %g, the CPU gives %g (tolerance %g + %g |x|)", what, i, (double)got[i],
+                     (double)want[i], atol, rtol);
+        worst = e > worst ? e : worst;
+    }
+    return worst;
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    rng = tu_seed();
+    return backend_cpu_create(2, &cpu, NULL);
+}
+
+static void test_linear(void **state)
+{
+    (void)state;
+    const int shapes[][3] = {{1, 64, 64}, {5, 129, 33}, {17, 256, 768}, {64, 128, 4096}, {3, 768, 100}};
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+        const int n = shapes[k][0], in = shapes[k][1], out = shapes[k][2];
+        float *x = rand_f16((size_t)n * in, -1, 1), *w = rand_f16((size_t)out * in, -0.5f, 0.5f);
+        float *bias = rand_f16(out, -1, 1), *want = calloc((size_t)n * out, sizeof(float));
+        void *dw, *db;
+        assert_int_equal(gpu->ops->upload_weight(gpu, w, out, in, &dw, NULL), FK_OK);
+        assert_int_equal(gpu->ops->upload_weight(gpu, bias, 1, out, &db, NULL), FK_OK);
+        void *dx = to_gpu(x, (size_t)n * in), *dy = poisoned((size_t)n * out);
+        assert_int_equal(cpu->ops->linear(cpu, want, x, w, bias, n, in, out, NULL), FK_OK);
+        assert_int_equal(gpu->ops->linear(gpu, dy, dx, dw, db, n, in, out, NULL), FK_OK);
+        float *got = from_gpu(dy, (size_t)n * out);
+        /* fp16 output: half an ulp (2^-11 relative) plus fp32 sums in another order */
+        compare("linear", got, want, (size_t)n * out, 2e-3 * sqrt(in) / 8, 2e-3);
+        free(x), free(w), free(bias), free(want), free(got);
+        gpu->ops->release(gpu, dw), gpu->ops->release(gpu, db), gpu->ops->release(gpu, dx), gpu->ops->release(gpu, dy);
+    }
+}
+
+static void test_norms(void **state)
+{
+    (void)state;
+    const int shapes[][2] = {{1, 128}, {7, 256}, {33, 2048}, {3, 4096}, {2, 100}};
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++)
+        for (int layer = 0; layer < 2; layer++) {
+            const int n = shapes[k][0], d = shapes[k][1];
+            float *res = rand_f16((size_t)n * d, -2, 2), *x = rand_f16((size_t)n * d, -2, 2);
+            float *w = rand_f16(d, 0.5f, 1.5f), *b = rand_f16(d, -0.5f, 0.5f), *want = calloc((size_t)n * d, 4);
+            void *dres = to_gpu(res, (size_t)n * d), *dx = to_gpu(x, (size_t)n * d), *dw, *db;
+            assert_int_equal(gpu->ops->upload_weight(gpu, w, 1, d, &dw, NULL), FK_OK);
+            assert_int_equal(gpu->ops->upload_weight(gpu, b, 1, d, &db, NULL), FK_OK);
+            void *dout = poisoned((size_t)n * d);
+            /* The GPU stores the residual sum in fp16 before normalizing; give the CPU that same residual. */
+            for (size_t i = 0; i < (size_t)n * d; i++)
+                res[i] = fp16_to_f32(f32_to_fp16(res[i] + x[i]));
+            fk_status sc = layer ? cpu->ops->add_layer_norm(cpu, want, res, NULL, w, b, n, d, 1e-5f, NULL)
+                                 : cpu->ops->add_rms_norm(cpu, want, res, NULL, w, n, d, 1e-5f, NULL);
+            fk_status sg = layer ? gpu->ops->add_layer_norm(gpu, dout, dres, dx, dw, db, n, d, 1e-5f, NULL)
+                                 : gpu->ops->add_rms_norm(gpu, dout, dres, dx, dw, n, d, 1e-5f, NULL);
+            assert_int_equal(sc, FK_OK);
+            assert_int_equal(sg, FK_OK);
+            float *got = from_gpu(dout, (size_t)n * d), *got_res = from_gpu(dres, (size_t)n * d);
+            compare("residual", got_res, res, (size_t)n * d, 0, 0);
+            compare(layer ? "layer_norm" : "rms_norm", got, want, (size_t)n * d, 2e-3, 2e-3);
+            free(res), free(x), free(w), free(b), free(want), free(got), free(got_res);
+            void *all[] = {dres, dx, dw, db, dout};
+            for (int i = 0; i < 5; i++)
+                gpu->ops->release(gpu, all[i]);
+        }
+}
+
+static void test_elementwise(void **state)
+{
+    (void)state;
+    const int n = 9, f = 777, d = 96, vocab = 300, n_pos = 64;
+    float *gu = rand_f16((size_t)n * 2 * f, -8, 8), *want = calloc((size_t)n * 2 * f, 4);
+    void *dgu = to_gpu(gu, (size_t)n * 2 * f), *dout = poisoned((size_t)n * f);
+    assert_int_equal(cpu->ops->silu_mul(cpu, want, gu, n, f, NULL), FK_OK);
+    assert_int_equal(gpu->ops->silu_mul(gpu, dout, dgu, n, f, NULL), FK_OK);
+    float *got = from_gpu(dout, (size_t)n * f);
+    compare("silu_mul", got, want, (size_t)n * f, 2e-3, 2e-3);
+    free(got);
+    memcpy(want, gu, (size_t)n * 2 * f * 4);
+    assert_int_equal(cpu->ops->gelu_tanh(cpu, want, (size_t)n * 2 * f, NULL), FK_OK);
+    assert_int_equal(gpu->ops->gelu_tanh(gpu, dgu, (size_t)n * 2 * f, NULL), FK_OK);
+    got = from_gpu(dgu, (size_t)n * 2 * f);
+    compare("gelu_tanh", got, want, (size_t)n * 2 * f, 2e-3, 2e-3);
+    free(got);
+
+    float *tok = rand_f16((size_t)vocab * d, -1, 1), *pos = rand_f16((size_t)n_pos * d, -1, 1);
+    int32_t ids[9], positions[9], rows[4] = {8, 0, 3, 3};
+    for (int i = 0; i < n; i++)
+        ids[i] = (int32_t)tu_below(&rng, vocab), positions[i] = (int32_t)tu_below(&rng, n_pos);
+    void *dtok, *dpos, *dids = ints_to_gpu(ids, n), *dposi = ints_to_gpu(positions, n), *drows = ints_to_gpu(rows, 4);
+    assert_int_equal(gpu->ops->upload_weight(gpu, tok, vocab, d, &dtok, NULL), FK_OK);
+    assert_int_equal(gpu->ops->upload_weight(gpu, pos, n_pos, d, &dpos, NULL), FK_OK);
+    for (int with_pos = 0; with_pos < 2; with_pos++) {
+        void *demb = poisoned((size_t)n * d), *dg = poisoned(4 * (size_t)d);
+        assert_int_equal(cpu->ops->embed(cpu, want, tok, ids, with_pos ? pos : NULL, positions, n, d, NULL), FK_OK);
+        assert_int_equal(gpu->ops->embed(gpu, demb, dtok, dids, with_pos ? dpos : NULL, dposi, n, d, NULL), FK_OK);
+        got = from_gpu(demb, (size_t)n * d);
+        compare("embed", got, want, (size_t)n * d, 1e-3, 1e-3);
+        float gathered[4 * 96];
+        assert_int_equal(cpu->ops->gather_rows(cpu, gathered, want, rows, 4, d, NULL), FK_OK);
+        assert_int_equal(gpu->ops->gather_rows(gpu, dg, demb, drows, 4, d, NULL), FK_OK);
+        free(got);
+        got = from_gpu(dg, 4 * (size_t)d);
+        compare("gather_rows", got, gathered, 4 * (size_t)d, 1e-3, 1e-3);
+        free(got);
+        gpu->ops->release(gpu, demb), gpu->ops->release(gpu, dg);
+    }
+    free(gu), free(want), free(tok), free(pos);
+    void *all[] = {dgu, dout, dtok, dpos, dids, dposi, drows};
+    for (int i = 0; i < 7; i++)
+        gpu->ops->release(gpu, all[i]);
+}
+
+/* Sampling where the logits are: the CUDA sample op against the CPU's (sampler_pick) on random rows and values.
+ * Greedy rows must agree exactly; a sampled row may differ only when float sums taken in another order put u on
+ * the other side of a boundary, so at most 1% may. Both must pick a token the rule keeps. */
+static void test_sample(void **state)
+{
+    (void)state;
+    const int vocabs[2] = {50257, 4096}, rows = 400;
+    for (int vi = 0; vi < 2; vi++) {
+        const int vocab = vocabs[vi];
+        float *logits = rand_f16((size_t)rows * vocab, -12, 12);
+        sample_row *p = malloc(rows * sizeof *p);
+        const float temps[3] = {0, 0.7f, 1.3f}, top_ps[3] = {1, 0.9f, 0.5f}, min_ps[2] = {0, 0.05f};
+        const int top_ks[4] = {0, 1, 5, 50};
+        for (int r = 0; r < rows; r++) {
+            p[r] = (sample_row){.temperature = temps[tu_below(&rng, 3)], .top_p = top_ps[tu_below(&rng, 3)],
+                                .min_p = min_ps[tu_below(&rng, 2)], .top_k = top_ks[tu_below(&rng, 4)],
+                                .u = tu_uniform(&rng, 0, 1)};
+        }
+        logits[7 * vocab + 100] = 30, logits[7 * vocab + 101] = 30; /* a tie at the top: the first wins greedy */
+        p[7].temperature = 0;
+        void *dl = to_gpu(logits, (size_t)rows * vocab), *drows, *dtok;
+        assert_int_equal(gpu->ops->alloc(gpu, rows * sizeof *p, &drows, NULL), FK_OK);
+        assert_int_equal(gpu->ops->alloc(gpu, rows * 4, &dtok, NULL), FK_OK);
+        assert_int_equal(gpu->ops->upload(gpu, drows, p, rows * sizeof *p, NULL), FK_OK);
+        int32_t *want = malloc(rows * 4), *got = malloc(rows * 4);
+        fk_error err = {0};
+        assert_int_equal(cpu->ops->sample(cpu, want, logits, p, rows, vocab, NULL), FK_OK);
+        if (gpu->ops->sample(gpu, dtok, dl, drows, rows, vocab, &err))
+            fail_msg("%s", err.message);
+        assert_int_equal(gpu->ops->download(gpu, got, dtok, rows * 4, NULL), FK_OK);
+        int differ = 0;
+        for (int r = 0; r < rows; r++) {
+            assert_true(got[r] >= 0 && got[r] < vocab);
+            if (p[r].temperature == 0)
+                assert_int_equal(got[r], want[r]);
+            else if (got[r] != want[r])
+                differ++;
+            if (p[r].top_k == 1 || p[r].temperature == 0) { /* the most likely token, whatever u */
+                int best = 0;
+                for (int v = 1; v < vocab; v++)
+                    best = logits[(size_t)r * vocab + v] > logits[(size_t)r * vocab + best] ? v : best;
+                assert_int_equal(got[r], best);
+            }
+        }
+        assert_int_equal(got[7], 100);
+        printf("sample, vocab %d: %d of %d sampled rows differ from the CPU's choice\n", vocab, differ, rows);
+        assert_true(differ <= rows / 100);
+        free(logits), free(p), free(want), free(got);
+        gpu->ops->release(gpu, dl), gpu->ops->release(gpu, drows), gpu->ops->release(gpu, dtok);
+    }
+}
+
+/* A paged-attention batch: per sequence a query count and a context length. Sets up both backends' caches
+ * with the same random K/V through rope_store_kv, then runs attention on both and compares. */
+static void attention_case(int n_seqs, const int *nq, const int *ctx, int H, int Hkv, int D, int B, bool rope)
+{
+    int max_blocks = 0, total_blocks = 0, n_tok = 0, qs[65] = {0};
+    for (int s = 0; s < n_seqs; s++) {
+        const int nb = (ctx[s] + B - 1) / B;
+        max_blocks = nb > max_blocks ? nb : max_blocks;
+        total_blocks += nb;
+        n_tok += nq[s];
+        qs[s + 1] = n_tok;
+    }
+    const int num_blocks = total_blocks + 5;
+    /* Shuffled block tables. */
+    int32_t *perm = malloc((size_t)num_blocks * 4), *tables = calloc((size_t)n_seqs * max_blocks, 4);
+    for (int i = 0; i < num_blocks; i++)
+        perm[i] = i;
+    for (int i = num_blocks - 1; i > 0; i--) {
+        int j = (int)tu_below(&rng, (uint32_t)i + 1), t = perm[i];
+        perm[i] = perm[j], perm[j] = t;
+    }
+    int next = 0;
+    for (int s = 0; s < n_seqs; s++)
+        for (int j = 0; j < (ctx[s] + B - 1) / B; j++)
+            tables[s * max_blocks + j] = perm[next++];
+
+    /* Fill the caches with every cached position (the queries' own K/V included) via rope_store_kv. */
+    const size_t row = (size_t)(H + 2 * Hkv) * D;
+    int total_ctx = 0;
+    for (int s = 0; s < n_seqs; s++)
+        total_ctx += ctx[s];
+    float *fill = rand_f16((size_t)total_ctx * row, -1, 1);
+    int32_t *fpos = malloc((size_t)total_ctx * 4), *fslot = malloc((size_t)total_ctx * 4);
+    for (int s = 0, t = 0; s < n_seqs; s++)
+        for (int p = 0; p < ctx[s]; p++, t++) {
+            fpos[t] = p;
+            fslot[t] = tables[s * max_blocks + p / B] * B + p % B;
+        }
+    float inv_freq[64];
+    for (int i = 0; i < D / 2; i++)
+        inv_freq[i] = powf(10000.0f, -2.0f * i / D);
+    const size_t pool_n = (size_t)num_blocks * Hkv * B * D;
+    kv_pool ckv = {.num_blocks = num_blocks, .block_size = B, .n_kv_heads = Hkv, .head_dim = D};
+    kv_pool gkv = ckv;
+    ckv.k = calloc(pool_n, 4), ckv.v = calloc(pool_n, 4);
+    gkv.k = poisoned(pool_n), gkv.v = poisoned(pool_n);
+    void *dfill = to_gpu(fill, (size_t)total_ctx * row), *dfpos = ints_to_gpu(fpos, total_ctx);
+    void *dfslot = ints_to_gpu(fslot, total_ctx), *dinv = floats_to_gpu(inv_freq, D / 2);
+    assert_int_equal(cpu->ops->rope_store_kv(cpu, fill, fpos, rope ? inv_freq : NULL, fslot, &ckv, total_ctx, H, NULL),
+                     FK_OK);
+    assert_int_equal(gpu->ops->rope_store_kv(gpu, dfill, dfpos, rope ? dinv : NULL, dfslot, &gkv, total_ctx, H, NULL),
+                     FK_OK);
+    /* The rotated qkv rows agree, and so does every cached position. */
+    float *got_fill = from_gpu(dfill, (size_t)total_ctx * row);
+    compare("rope (qkv)", got_fill, fill, (size_t)total_ctx * row, 2e-3, 2e-3);
+    free(got_fill);
+    /* Round the CPU's rotated values to fp16 as the GPU stores them, so attention compares like with like. */
+    for (size_t i = 0; i < pool_n; i++) {
+        ((float *)ckv.k)[i] = fp16_to_f32(f32_to_fp16(((float *)ckv.k)[i]));
+        ((float *)ckv.v)[i] = fp16_to_f32(f32_to_fp16(((float *)ckv.v)[i]));
+    }
+    float *got_k = from_gpu(gkv.k, pool_n);
+    for (int s = 0; s < n_seqs; s++)
+        for (int p = 0; p < ctx[s]; p++)
+            for (int h = 0; h < Hkv; h++) {
+                const size_t at = (((size_t)tables[s * max_blocks + p / B] * Hkv + h) * B + p % B) * D;
+                compare("k cache", got_k + at, (const float *)ckv.k + at, D, 2e-3, 2e-3);
+            }
+    free(got_k);
+
+    /* The queries: the last nq[s] positions of each sequence, as the qkv rows of this step. */
+    float *qkv = malloc((size_t)n_tok * row * 4);
+    for (int s = 0, t = 0, f = 0; s < n_seqs; f += ctx[s], s++)
+        for (int i = 0; i < nq[s]; i++, t++) {
+            const float *src = fill + (size_t)(f + ctx[s] - nq[s] + i) * row;
+            for (size_t e = 0; e < row; e++)
+                qkv[(size_t)t * row + e] = fp16_to_f32(f32_to_fp16(src[e]));
+        }
+    int32_t ctx32[64], qs32[65];
+    for (int s = 0; s <= n_seqs; s++)
+        qs32[s] = qs[s];
+    for (int s = 0; s < n_seqs; s++)
+        ctx32[s] = ctx[s];
+    void *dqkv = to_gpu(qkv, (size_t)n_tok * row), *dout = poisoned((size_t)n_tok * H * D);
+    void *dqs = ints_to_gpu(qs32, n_seqs + 1), *dctx = ints_to_gpu(ctx32, n_seqs);
+    void *dtables = ints_to_gpu(tables, (size_t)n_seqs * max_blocks), *scratch = NULL;
+    const size_t scratch_bytes = gpu->ops->attention_scratch_bytes(gpu, n_tok, n_seqs, H, Hkv, D);
+    if (scratch_bytes)
+        assert_int_equal(gpu->ops->alloc(gpu, scratch_bytes, &scratch, NULL), FK_OK);
+    attn_batch cab = {.n_tokens = n_tok, .n_seqs = n_seqs, .query_start = qs32, .context_len = ctx32,
+                      .block_tables = tables, .max_blocks = max_blocks, .query_start_host = qs32,
+                      .context_len_host = ctx32};
+    attn_batch gab = cab;
+    gab.query_start = dqs, gab.context_len = dctx, gab.block_tables = dtables, gab.scratch = scratch;
+    float *want = malloc((size_t)n_tok * H * D * 4);
+    const float scale = 1.0f / sqrtf((float)D);
+    assert_int_equal(cpu->ops->attention(cpu, want, qkv, &ckv, &cab, H, scale, NULL), FK_OK);
+    fk_error err = {0};
+    if (gpu->ops->attention(gpu, dout, dqkv, &gkv, &gab, H, scale, &err))
+        fail_msg("%s", err.message);
+    float *got = from_gpu(dout, (size_t)n_tok * H * D);
+    /* Outputs are convex combinations of V rows in [-1, 1]; P is rounded to fp16 on tensor cores. */
+    double worst = compare("attention", got, want, (size_t)n_tok * H * D, 4e-3, 4e-3);
+    printf("attention %d seqs (nq %d.., ctx %d..), H %d Hkv %d D %d B %d: max error %.2g\n", n_seqs, nq[0], ctx[0], H,
+           Hkv, D, B, worst);
+    free(perm), free(tables), free(fill), free(fpos), free(fslot), free(qkv), free(want), free(got);
+    free(ckv.k), free(ckv.v);
+    void *all[] = {gkv.k, gkv.v, dfill, dfpos, dfslot, dinv, dqkv, dout, dqs, dctx, dtables, scratch};
+    for (int i = 0; i < 12; i++)
+        if (all[i])
+            gpu->ops->release(gpu, all[i]);
+}
+
+static void test_attention_prefill(void **state)
+{
+    (void)state;
+    const int dims[2] = {64, 128}, groups[3] = {1, 4, 8};
+    for (int di = 0; di < 2; di++)
+        for (int gi = 0; gi < 3; gi++) {
+            const int D = dims[di], Hkv = 2, H = Hkv * groups[gi];
+            /* whole prompts at block boundaries +-1, a 1-token prompt, a chunk after cached context, a long one */
+            int nq[6] = {15, 16, 17, 1, 40, 200}, ctx[6] = {15, 16, 17, 1, 95, 200};
+            attention_case(6, nq, ctx, H, Hkv, D, 16, true);
+        }
+    int nq[2] = {130, 3}, ctx[2] = {700, 3}; /* a chunk deep into a long context; odd block size; no rope */
+    attention_case(2, nq, ctx, 8, 8, 64, 5, false);
+}
+
+static void test_attention_decode(void **state)
+{
+    (void)state;
+    const int dims[2] = {64, 128}, groups[3] = {1, 4, 8};
+    for (int di = 0; di < 2; di++)
+        for (int gi = 0; gi < 3; gi++) {
+            const int D = dims[di], Hkv = 2, H = Hkv * groups[gi];
+            int nq[5] = {1, 1, 1, 1, 1}, ctx[5] = {1, 16, 17, 511, 3000}; /* 3000: several splits */
+            attention_case(5, nq, ctx, H, Hkv, D, 16, true);
+        }
+    int nq[1] = {1}, ctx[1] = {4097}; /* one long sequence: many splits to fill the GPU */
+    attention_case(1, nq, ctx, 32, 8, 128, 16, true);
+}
+
+int main(void)
+{
+    fk_error err = {0};
+    if (backend_cuda_create(&gpu, &err)) {
+        fprintf(stderr, "skipped: %s\n", err.message);
+        return 77;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_linear),          cmocka_unit_test(test_norms),
+        cmocka_unit_test(test_elementwise),     cmocka_unit_test(test_sample),
+        cmocka_unit_test(test_attention_prefill), cmocka_unit_test(test_attention_decode),
+    };
+    int failed = cmocka_run_group_tests(tests, setup, NULL);
+    gpu->ops->destroy(gpu);
+    cpu->ops->destroy(cpu);
+    return failed;
+}

@@ -1,0 +1,530 @@
+/* test_engine.c — the continuous-batching engine on the CPU backend: greedy output through the engine equals
+ * transformers' (fixtures), and every request gives exactly the tokens it gives alone, whether submitted with 31
+ * others at once or staggered over steps, prefilled in chunks, served from the prefix cache, or preempted for
+ * lack of KV blocks; cancel frees blocks at once; bad parameters are refused and change nothing. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "flashkernel.h"
+#include "test_util.h"
+
+enum { MAX_REQ = 64, MAX_OUT = 64 };
+
+/* What the callback saw for one request. */
+typedef struct result {
+    int32_t tokens[MAX_OUT];
+    int n;
+    int events;
+    fk_finish_reason finish;
+    int preemptions, cached_tokens, prompt_tokens, completion_tokens;
+    float logprobs[MAX_OUT];
+} result;
+
+static void collect(const fk_token_event *ev, void *user)
+{
+    result *r = user;
+    r->events++;
+    assert_int_equal(r->finish, FK_FINISH_NONE); /* nothing after the final event */
+    if (ev->token >= 0) {
+        assert_true(r->n < MAX_OUT);
+        r->logprobs[r->n] = ev->logprob;
+        r->tokens[r->n++] = ev->token;
+    }
+    r->finish = ev->finish;
+    if (ev->finish != FK_FINISH_NONE) {
+        r->preemptions = ev->preemptions;
+        r->cached_tokens = ev->cached_tokens;
+        r->prompt_tokens = ev->prompt_tokens;
+        r->completion_tokens = ev->completion_tokens;
+    }
+}
+
+typedef struct job {
+    int32_t prompt[800];
+    int n_prompt;
+    fk_request_params params;
+    int submit_at_step; /* staggered arrival */
+} job;
+
+/* FK_TEST_DEVICE=cuda runs the suite on the GPU (tests/gpu); the default is the CPU. */
+static fk_device test_device(void)
+{
+    const char *d = getenv("FK_TEST_DEVICE");
+    return d && !strcmp(d, "cuda") ? FK_DEVICE_CUDA : FK_DEVICE_CPU;
+}
+
+static fk_model *load(const char *fixture)
+{
+    fk_model_params mp = fk_model_params_default();
+    mp.device = test_device();
+    fk_model *m = NULL;
+    fk_error err = {0};
+    if (fk_model_load(tu_fixture(fixture), &mp, &m, &err))
+        fail_msg("%s", err.message);
+    return m;
+}
+
+static fk_engine *engine(fk_model *m, fk_engine_params ep)
+{
+    fk_engine *e = NULL;
+    fk_error err = {0};
+    if (fk_engine_create(m, &ep, &e, &err))
+        fail_msg("%s", err.message);
+    return e;
+}
+
+/* Runs jobs to completion, submitting each at its step; checks that no block is left in use. */
+static void run(fk_engine *e, const job *jobs, int n, result *out)
+{
+    memset(out, 0, (size_t)n * sizeof *out);
+    int submitted = 0;
+    fk_error err = {0};
+    for (int step = 0; submitted < n || fk_engine_has_work(e); step++) {
+        for (int i = 0; i < n; i++)
+            if (jobs[i].submit_at_step == step) {
+                fk_request_params p = jobs[i].params;
+                p.on_token = collect;
+                p.user = &out[i];
+                uint64_t id;
+                if (fk_engine_submit(e, jobs[i].prompt, jobs[i].n_prompt, &p, &id, &err))
+                    fail_msg("%s", err.message);
+                submitted++;
+            }
+        if (fk_engine_step(e, &err))
+            fail_msg("%s", err.message);
+        fk_engine_stats st = fk_engine_get_stats(e);
+        assert_int_equal(st.blocks_used + st.blocks_free + st.blocks_cached, st.blocks_total);
+        assert_true(step < 100000);
+    }
+    fk_engine_stats st = fk_engine_get_stats(e);
+    assert_int_equal(st.blocks_used, 0);
+    assert_int_equal(st.running + st.waiting, 0);
+    for (int i = 0; i < n; i++)
+        assert_int_not_equal(out[i].finish, FK_FINISH_NONE);
+}
+
+/* 32 random prompts of 1 to 300 tokens (some sharing a 40-token prefix), greedy, 20 tokens, EOS ignored. */
+static void make_jobs(job *jobs, int n, int vocab, uint64_t *rng)
+{
+    int32_t shared[40];
+    for (int i = 0; i < 40; i++)
+        shared[i] = (int32_t)tu_below(rng, (uint32_t)vocab);
+    for (int i = 0; i < n; i++) {
+        job *j = &jobs[i];
+        j->n_prompt = 1 + (int)tu_below(rng, 300);
+        for (int t = 0; t < j->n_prompt; t++)
+            j->prompt[t] = i % 3 == 0 && t < 40 ? shared[t] : (int32_t)tu_below(rng, (uint32_t)vocab);
+        j->params = fk_request_params_default();
+        j->params.max_tokens = 20;
+        j->params.ignore_eos = true;
+        j->submit_at_step = 0;
+    }
+}
+
+static void assert_same_tokens(const result *a, const result *b, int n, const char *what)
+{
+    for (int i = 0; i < n; i++) {
+        if (a[i].n != b[i].n || memcmp(a[i].tokens, b[i].tokens, (size_t)a[i].n * sizeof(int32_t)) != 0)
+            fail_msg("%s: request %d differs from its solo run", what, i);
+    }
+}
+
+/* Each request alone in a fresh engine. */
+static void run_solo(fk_model *m, const job *jobs, int n, result *out)
+{
+    for (int i = 0; i < n; i++) {
+        fk_engine *e = engine(m, fk_engine_params_default());
+        job j = jobs[i];
+        j.submit_at_step = 0;
+        run(e, &j, 1, &out[i]);
+        fk_engine_free(e);
+    }
+}
+
+static void batch_invariance(const char *fixture)
+{
+    uint64_t rng = tu_seed();
+    fk_model *m = load(fixture);
+    const int vocab = fk_model_get_info(m).vocab_size, n = 32;
+    static job jobs[32];
+    static result solo[32], together[32], staggered[32], chunked[32], squeezed[32];
+    make_jobs(jobs, n, vocab, &rng);
+    run_solo(m, jobs, n, solo);
+
+    fk_engine *e = engine(m, fk_engine_params_default());
+    run(e, jobs, n, together);
+    assert_same_tokens(solo, together, n, "submitted together");
+    /* The shared prefixes were served from the prefix cache. */
+    fk_engine_stats st = fk_engine_get_stats(e);
+    assert_true(st.prefix_hit_tokens > 0);
+    for (int i = 0; i < n; i++)
+        jobs[i].submit_at_step = (int)tu_below(&rng, 40);
+    run(e, jobs, n, staggered);
+    assert_same_tokens(solo, staggered, n, "staggered");
+    fk_engine_free(e);
+
+    /* Chunked prefill: a 37-token budget splits every long prompt across steps. */
+    fk_engine_params ep = fk_engine_params_default();
+    ep.max_num_batched_tokens = 37;
+    ep.enable_prefix_caching = false;
+    e = engine(m, ep);
+    run(e, jobs, n, chunked);
+    assert_same_tokens(solo, chunked, n, "chunked prefill");
+    assert_int_equal(fk_engine_get_stats(e).prefix_hit_tokens, 0);
+    fk_engine_free(e);
+
+    /* Preemption: a pool that holds about three requests at a time; with the prefix cache (preempted requests
+     * get their own blocks back) and without it (true recompute). */
+    for (int caching = 1; caching >= 0; caching--) {
+        ep = fk_engine_params_default();
+        ep.max_model_len = 400;
+        ep.num_blocks = 70; /* 16-token blocks: a 320-token request needs 20 */
+        ep.max_num_batched_tokens = 512;
+        ep.enable_prefix_caching = caching;
+        e = engine(m, ep);
+        for (int i = 0; i < n; i++)
+            jobs[i].submit_at_step = 0;
+        run(e, jobs, n, squeezed);
+        assert_same_tokens(solo, squeezed, n, caching ? "preempted, prefix cache on" : "preempted, prefix cache off");
+        int preempted = 0;
+        for (int i = 0; i < n; i++)
+            preempted += squeezed[i].preemptions;
+        assert_true(preempted > 0);
+        assert_int_equal((uint64_t)preempted, fk_engine_get_stats(e).preemptions);
+        printf("%s: 32 requests; %d preemptions with 70 blocks, prefix cache %s\n", fixture, preempted,
+               caching ? "on" : "off");
+        fk_engine_free(e);
+    }
+    fk_model_free(m);
+}
+
+static void test_batch_invariance_llama(void **state)
+{
+    (void)state;
+    batch_invariance("models/tiny-llama3");
+}
+
+static void test_batch_invariance_gpt2(void **state)
+{
+    (void)state;
+    batch_invariance("models/tiny-gpt2");
+}
+
+/* Greedy continuations through the engine, all reference prompts at once, against transformers. */
+static void test_reference_greedy_through_engine(void **state)
+{
+    (void)state;
+    const char *fixtures[2] = {"models/tiny-llama3", "models/tiny-gpt2"};
+    for (int f = 0; f < 2; f++) {
+        char path[256];
+        snprintf(path, sizeof path, "%s/reference.json", fixtures[f]);
+        cJSON *ref = tu_read_json(tu_fixture(path));
+        fk_model *m = load(fixtures[f]);
+        static job jobs[8];
+        static result got[8];
+        int n = 0;
+        for (const cJSON *c = cJSON_GetObjectItem(ref, "cases")->child; c; c = c->next, n++) {
+            jobs[n].n_prompt = 0;
+            for (const cJSON *t = cJSON_GetObjectItem(c, "prompt_ids")->child; t; t = t->next)
+                jobs[n].prompt[jobs[n].n_prompt++] = t->valueint;
+            jobs[n].params = fk_request_params_default();
+            jobs[n].params.max_tokens = 24;
+            jobs[n].params.ignore_eos = true;
+            jobs[n].submit_at_step = n;
+        }
+        fk_engine *e = engine(m, fk_engine_params_default());
+        run(e, jobs, n, got);
+        int i = 0;
+        for (const cJSON *c = cJSON_GetObjectItem(ref, "cases")->child; c; c = c->next, i++) {
+            const cJSON *want = cJSON_GetObjectItem(c, "greedy_24");
+            assert_int_equal(got[i].n, cJSON_GetArraySize(want));
+            assert_int_equal(got[i].finish, FK_FINISH_LENGTH);
+            int k = 0;
+            for (const cJSON *t = want->child; t; t = t->next, k++)
+                if (got[i].tokens[k] != t->valueint)
+                    fail_msg("%s case %d token %d: %d, transformers gives %d", fixtures[f], i, k, got[i].tokens[k],
+                             t->valueint);
+        }
+        fk_engine_free(e);
+        fk_model_free(m);
+        cJSON_Delete(ref);
+    }
+}
+
+/* The three shakespeare-llama prompts: 64 greedy tokens each, EOS honoured, equal to transformers'. */
+static void test_shakespeare_greedy_through_engine(void **state)
+{
+    (void)state;
+    cJSON *ref = tu_read_json(tu_fixture("models/shakespeare-llama/reference.json"));
+    fk_model *m = load("models/shakespeare-llama");
+    static job jobs[3];
+    static result got[3];
+    int n = 0;
+    for (const cJSON *g = cJSON_GetObjectItem(ref, "greedy")->child; g; g = g->next, n++) {
+        jobs[n].n_prompt = 0;
+        for (const cJSON *t = cJSON_GetObjectItem(g, "prompt_ids")->child; t; t = t->next)
+            jobs[n].prompt[jobs[n].n_prompt++] = t->valueint;
+        jobs[n].params = fk_request_params_default();
+        jobs[n].params.max_tokens = 64;
+        jobs[n].submit_at_step = 0;
+    }
+    fk_engine *e = engine(m, fk_engine_params_default());
+    run(e, jobs, n, got);
+    int i = 0;
+    for (const cJSON *g = cJSON_GetObjectItem(ref, "greedy")->child; g; g = g->next, i++) {
+        const cJSON *want = cJSON_GetObjectItem(g, "greedy_64");
+        assert_int_equal(got[i].n, 64);
+        assert_int_equal(got[i].finish, FK_FINISH_LENGTH);
+        int k = 0;
+        for (const cJSON *t = want->child; t; t = t->next, k++)
+            assert_int_equal(got[i].tokens[k], t->valueint);
+    }
+    fk_engine_free(e);
+    fk_model_free(m);
+    cJSON_Delete(ref);
+}
+
+/* Sampled requests: the same seed gives the same tokens alone and in a batch; logprobs match the model's
+ * log-softmax computed by the model-level API. */
+static void test_seeded_sampling_and_logprobs(void **state)
+{
+    (void)state;
+    uint64_t rng = tu_seed();
+    fk_model *m = load("models/tiny-llama3");
+    static job jobs[8];
+    static result solo[8], together[8];
+    make_jobs(jobs, 8, 4096, &rng);
+    for (int i = 0; i < 8; i++) {
+        fk_sampling_params *sp = &jobs[i].params.sampling;
+        sp->temperature = 0.9f;
+        sp->top_p = 0.95f;
+        sp->top_k = 50;
+        sp->min_p = 0.01f;
+        sp->repetition_penalty = 1.1f;
+        sp->presence_penalty = 0.3f;
+        sp->frequency_penalty = 0.2f;
+        sp->seed = rng + (uint64_t)i;
+        sp->logprobs = 3;
+    }
+    run_solo(m, jobs, 8, solo);
+    fk_engine *e = engine(m, fk_engine_params_default());
+    run(e, jobs, 8, together);
+    assert_same_tokens(solo, together, 8, "seeded sampling");
+    fk_engine_free(e);
+
+    /* logprob of the k-th token = log-softmax of the logits after prompt + tokens[0..k-1] */
+    const job *j = &jobs[0];
+    int32_t ctx[1024];
+    memcpy(ctx, j->prompt, (size_t)j->n_prompt * sizeof *ctx);
+    float *logits = malloc(4096 * sizeof(float));
+    fk_error err = {0};
+    for (int k = 0; k < 3; k++) {
+        assert_int_equal(fk_model_logits(m, ctx, j->n_prompt + k, false, logits, &err), FK_OK);
+        double mx = -INFINITY, sum = 0;
+        for (int v = 0; v < 4096; v++)
+            mx = fmax(mx, logits[v]);
+        for (int v = 0; v < 4096; v++)
+            sum += exp(logits[v] - mx);
+        double want = logits[together[0].tokens[k]] - mx - log(sum);
+        assert_true(fabs(together[0].logprobs[k] - want) < 1e-3);
+        ctx[j->n_prompt + k] = together[0].tokens[k];
+    }
+    free(logits);
+    fk_model_free(m);
+}
+
+static uint64_t submit(fk_engine *e, const job *j, result *out)
+{
+    fk_request_params p = j->params;
+    p.on_token = collect;
+    p.user = out;
+    uint64_t id;
+    fk_error err = {0};
+    if (fk_engine_submit(e, j->prompt, j->n_prompt, &p, &id, &err))
+        fail_msg("%s", err.message);
+    return id;
+}
+
+static void test_cancel_frees_blocks_at_once(void **state)
+{
+    (void)state;
+    fk_model *m = load("models/tiny-llama3");
+    fk_engine_params ep = fk_engine_params_default();
+    ep.max_num_batched_tokens = 64; /* a 300-token prompt takes 5 steps */
+    fk_engine *e = engine(m, ep);
+    static job j;
+    j.n_prompt = 300;
+    for (int i = 0; i < 300; i++)
+        j.prompt[i] = i;
+    j.params = fk_request_params_default();
+    j.params.max_tokens = 50;
+    fk_error err = {0};
+    result r = {0};
+
+    /* while waiting */
+    uint64_t id = submit(e, &j, &r);
+    assert_int_equal(fk_engine_get_stats(e).waiting, 1);
+    assert_int_equal(fk_engine_cancel(e, id, &err), FK_OK);
+    assert_int_equal(r.finish, FK_FINISH_CANCEL);
+    assert_int_equal(fk_engine_get_stats(e).waiting, 0);
+    assert_false(fk_engine_has_work(e));
+
+    /* during prefill */
+    memset(&r, 0, sizeof r);
+    id = submit(e, &j, &r);
+    assert_int_equal(fk_engine_step(e, &err), FK_OK);
+    assert_int_equal(fk_engine_step(e, &err), FK_OK);
+    assert_true(fk_engine_get_stats(e).blocks_used > 0);
+    assert_int_equal(r.n, 0);
+    assert_int_equal(fk_engine_cancel(e, id, &err), FK_OK);
+    assert_int_equal(fk_engine_get_stats(e).blocks_used, 0);
+    assert_int_equal(r.finish, FK_FINISH_CANCEL);
+
+    /* during decode */
+    memset(&r, 0, sizeof r);
+    id = submit(e, &j, &r);
+    while (r.n < 3)
+        assert_int_equal(fk_engine_step(e, &err), FK_OK);
+    assert_int_equal(fk_engine_cancel(e, id, &err), FK_OK);
+    assert_int_equal(fk_engine_get_stats(e).blocks_used, 0);
+    assert_int_equal(r.finish, FK_FINISH_CANCEL);
+    assert_int_equal(r.completion_tokens, 3);
+
+    /* unknown and already finished ids */
+    assert_int_equal(fk_engine_cancel(e, id, &err), FK_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(err.message, "unknown request id"));
+    assert_int_equal(fk_engine_cancel(e, 987654, &err), FK_ERR_INVALID_ARGUMENT);
+    fk_engine_free(e);
+    fk_model_free(m);
+}
+
+/* Each bad request is refused with a message naming the field, and leaves the engine as it was. */
+static void test_bad_requests_change_nothing(void **state)
+{
+    (void)state;
+    fk_model *m = load("models/tiny-gpt2"); /* 1024 positions */
+    fk_engine *e = engine(m, fk_engine_params_default());
+    int32_t ok[3] = {1, 2, 3}, bad_id[2] = {1, 4096}, neg[1] = {-3};
+    static int32_t long_prompt[1100];
+    const char *empty_stop[1] = {""};
+    typedef struct bad_case {
+        const char *name;
+        const int32_t *prompt;
+        int n;
+        fk_request_params p;
+        const char *needle;
+    } bad_case;
+    bad_case cases[20];
+    int n = 0;
+#define CASE(prompt_, n_, field, value, needle_)                                                                   \
+    do {                                                                                                           \
+        cases[n] = (bad_case){#field, prompt_, n_, fk_request_params_default(), needle_};                         \
+        cases[n].p.field = value;                                                                                  \
+        n++;                                                                                                       \
+    } while (0)
+    CASE(ok, 0, max_tokens, 16, "prompt cannot be empty");
+    CASE(bad_id, 2, max_tokens, 16, "Token id 4096 is out of vocabulary");
+    CASE(neg, 1, max_tokens, 16, "Token id -3 is out of vocabulary");
+    CASE(long_prompt, 1100, max_tokens, 16, "prompt has 1100 tokens; maximum context length is 1024");
+    CASE(ok, 3, max_tokens, 0, "max_tokens must be at least 1, got 0");
+    CASE(ok, 3, max_tokens, -1, "max_tokens must be at least 1, got -1");
+    CASE(ok, 3, max_tokens, 1022, "requested 3 + 1022 tokens exceeds context length 1024");
+    CASE(ok, 3, sampling.temperature, -0.5f, "temperature must be in [0, 2], got -0.5");
+    CASE(ok, 3, sampling.temperature, NAN, "temperature must be a finite number");
+    CASE(ok, 3, sampling.temperature, INFINITY, "temperature must be a finite number");
+    CASE(ok, 3, sampling.top_p, 0, "top_p must be in (0, 1], got 0");
+    CASE(ok, 3, sampling.top_p, 2, "top_p must be in (0, 1], got 2");
+    CASE(ok, 3, sampling.top_k, -5, "top_k must be >= 0, got -5");
+    CASE(ok, 3, sampling.min_p, 1.5f, "min_p must be in [0, 1], got 1.5");
+    CASE(ok, 3, sampling.repetition_penalty, 0, "repetition_penalty must be in (0, 2], got 0");
+    CASE(ok, 3, sampling.presence_penalty, -3, "presence_penalty must be in [-2, 2], got -3");
+    CASE(ok, 3, sampling.logprobs, 21, "logprobs must be in [0, 20], got 21");
+    CASE(ok, 3, n_stop, 1, "stop strings need a tokenizer"); /* tiny-gpt2 has no tokenizer.json */
+    CASE(ok, 3, n_stop, 5, "at most 4 stop sequences");
+#undef CASE
+    cases[n - 2].p.stop = empty_stop;
+    fk_engine_stats before = fk_engine_get_stats(e);
+    for (int i = 0; i < n; i++) {
+        uint64_t id = 77;
+        fk_error err = {0};
+        fk_status s = fk_engine_submit(e, cases[i].prompt, cases[i].n, &cases[i].p, &id, &err);
+        if (s != FK_ERR_INVALID_ARGUMENT || !strstr(err.message, cases[i].needle))
+            fail_msg("case %d (%s): status %d, message \"%s\"; expected \"%s\"", i, cases[i].name, s, err.message,
+                     cases[i].needle);
+        assert_int_equal(id, 77);
+    }
+    fk_engine_stats after = fk_engine_get_stats(e);
+    assert_int_equal(after.waiting, before.waiting);
+    assert_int_equal(after.running, before.running);
+    assert_int_equal(after.blocks_free, before.blocks_free);
+    assert_int_equal(after.prompt_tokens, before.prompt_tokens);
+    /* A top_k past the vocabulary is allowed: all of it. And the engine still serves. */
+    static job j;
+    j.n_prompt = 3;
+    memcpy(j.prompt, ok, sizeof ok);
+    j.params = fk_request_params_default();
+    j.params.sampling.top_k = 1000000000;
+    j.params.sampling.temperature = 1;
+    result r;
+    run(e, &j, 1, &r);
+    assert_int_equal(r.n, 16);
+    fk_engine_free(e);
+    fk_model_free(m);
+}
+
+static void test_bad_engine_params(void **state)
+{
+    (void)state;
+    fk_model *m = load("models/tiny-llama3"); /* 131072 positions */
+    fk_engine *e = (fk_engine *)0x1;
+    fk_error err = {0};
+    fk_engine_params ep = fk_engine_params_default();
+    ep.kv_cache_mb = 1; /* 1 MiB holds 1024 tokens of this model; one max-length sequence needs 128 MiB */
+    assert_int_equal(fk_engine_create(m, &ep, &e, &err), FK_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(err.message, "cannot hold one sequence of max_model_len 131072"));
+    assert_null(e);
+    ep.max_model_len = 1024; /* now it fits */
+    assert_int_equal(fk_engine_create(m, &ep, &e, &err), FK_OK);
+    fk_engine_free(e);
+    ep = fk_engine_params_default();
+    ep.block_size = 0;
+    assert_int_equal(fk_engine_create(m, &ep, &e, &err), FK_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(err.message, "block_size"));
+    ep = fk_engine_params_default();
+    ep.max_model_len = 200000;
+    assert_int_equal(fk_engine_create(m, &ep, &e, &err), FK_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(err.message, "max_model_len must be in [0, 131072]"));
+    fk_model_free(m);
+}
+
+int main(void)
+{
+    if (test_device() == FK_DEVICE_CUDA) {
+        fk_model_params mp = fk_model_params_default();
+        mp.device = FK_DEVICE_CUDA;
+        fk_model *m = NULL;
+        if (fk_model_load(tu_fixture("models/tiny-gpt2"), &mp, &m, NULL) == FK_ERR_DEVICE) {
+            fprintf(stderr, "skipped: no CUDA device\n");
+            return 77;
+        }
+        fk_model_free(m);
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_reference_greedy_through_engine),
+        cmocka_unit_test(test_shakespeare_greedy_through_engine),
+        cmocka_unit_test(test_batch_invariance_llama),
+        cmocka_unit_test(test_batch_invariance_gpt2),
+        cmocka_unit_test(test_seeded_sampling_and_logprobs),
+        cmocka_unit_test(test_cancel_frees_blocks_at_once),
+        cmocka_unit_test(test_bad_requests_change_nothing),
+        cmocka_unit_test(test_bad_engine_params),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
