@@ -235,8 +235,8 @@ static void test_batch_file_with_preemption(void **state)
         free(ids);
     }
     fclose(f);
-    /* The longest prompt (700 + 24 tokens) needs 46 blocks of 16; 60 cannot hold all five at once. */
-    snprintf(args, sizeof args, "generate --model '%s' --batch '%s' --num-blocks 60 --max-model-len 1024 --json",
+    /* The five need 2 + 2 + 4 + 10 + 46 = 64 blocks of 16 at once; the pool has 60 (one 800-token sequence needs 50). */
+    snprintf(args, sizeof args, "generate --model '%s' --batch '%s' --num-blocks 60 --max-model-len 800 --json",
              tu_fixture("models/tiny-gpt2"), path);
     char *out;
     assert_int_equal(run(args, &out, NULL), 0);

@@ -291,6 +291,78 @@ static void test_shakespeare_greedy_through_engine(void **state)
     cJSON_Delete(ref);
 }
 
+/* Streamed text. */
+typedef struct text_result {
+    char text[4096];
+    size_t len;
+    int events;
+    fk_finish_reason finish;
+} text_result;
+
+static void collect_text(const fk_token_event *ev, void *user)
+{
+    text_result *t = user;
+    assert_non_null(ev->text);
+    assert_true(t->len + ev->text_len < sizeof t->text);
+    memcpy(t->text + t->len, ev->text, ev->text_len);
+    t->len += ev->text_len;
+    t->text[t->len] = '\0';
+    t->events++;
+    t->finish = ev->finish;
+}
+
+/* The shakespeare-llama prompts' streamed text equals transformers' decoded greedy continuation; a stop string that
+ * spans tokens ends the text just before it, with finish "stop". */
+static void test_text_and_stop_strings(void **state)
+{
+    (void)state;
+    cJSON *ref = tu_read_json(tu_fixture("models/shakespeare-llama/reference.json"));
+    fk_model *m = load("models/shakespeare-llama");
+    fk_engine *e = engine(m, fk_engine_params_default());
+    fk_error err = {0};
+    for (const cJSON *g = cJSON_GetObjectItem(ref, "greedy")->child; g; g = g->next) {
+        int32_t ids[64];
+        int n = 0;
+        for (const cJSON *t = cJSON_GetObjectItem(g, "prompt_ids")->child; t; t = t->next)
+            ids[n++] = t->valueint;
+        const char *want = cJSON_GetObjectItem(g, "greedy_64_text")->valuestring;
+        /* A stop string across a token boundary: the 6 bytes around the middle of the reference text. */
+        const size_t cut = strlen(want) / 2;
+        char stop[8];
+        memcpy(stop, want + cut - 3, 6);
+        stop[6] = '\0';
+        const char *stops[1] = {stop};
+        for (int with_stop = 0; with_stop < 2; with_stop++) {
+            text_result t = {0};
+            fk_request_params rp = fk_request_params_default();
+            rp.max_tokens = 64;
+            rp.on_token = collect_text;
+            rp.user = &t;
+            if (with_stop)
+                rp.stop = stops, rp.n_stop = 1;
+            uint64_t id;
+            if (fk_engine_submit(e, ids, n, &rp, &id, &err))
+                fail_msg("%s", err.message);
+            while (fk_engine_has_work(e))
+                assert_int_equal(fk_engine_step(e, &err), FK_OK);
+            if (!with_stop) {
+                assert_string_equal(t.text, want);
+                assert_int_equal(t.finish, FK_FINISH_LENGTH);
+            } else {
+                const size_t end = (size_t)(strstr(want, stop) - want);
+                assert_int_equal(t.len, end);
+                assert_memory_equal(t.text, want, end);
+                assert_int_equal(t.finish, FK_FINISH_STOP);
+                assert_true(t.events < 64);
+            }
+        }
+    }
+    assert_int_equal(fk_engine_get_stats(e).blocks_used, 0);
+    fk_engine_free(e);
+    fk_model_free(m);
+    cJSON_Delete(ref);
+}
+
 /* Sampled requests: the same seed gives the same tokens alone and in a batch; logprobs match the model's
  * log-softmax computed by the model-level API. */
 static void test_seeded_sampling_and_logprobs(void **state)
@@ -522,6 +594,7 @@ int main(void)
         cmocka_unit_test(test_batch_invariance_llama),
         cmocka_unit_test(test_batch_invariance_gpt2),
         cmocka_unit_test(test_seeded_sampling_and_logprobs),
+        cmocka_unit_test(test_text_and_stop_strings),
         cmocka_unit_test(test_cancel_frees_blocks_at_once),
         cmocka_unit_test(test_bad_requests_change_nothing),
         cmocka_unit_test(test_bad_engine_params),
