@@ -7,12 +7,14 @@
 #   sanitize: compute-sanitizer memcheck (leak check), racecheck, initcheck and synccheck on the op tests
 #   bench:    kernels/bench (ours vs the measured device ceilings), PyTorch SDPA peers, and batch-1 greedy decode
 #             of a Llama-3.2-1B-shaped model against Hugging Face transformers generate()
-# Logs go to $OUT (or /tmp/fk-out); a summary table is printed last.
+# Logs go to $OUT/logs.tar.gz (or /tmp/fk-out); failing tests' output and a summary table are printed last.
 set -u
 cd "$(dirname "$0")/../.."
 steps=${*:-test sanitize bench}
-out=${OUT:-/tmp/fk-out}
-mkdir -p "$out"
+dest=${OUT:-/tmp/fk-out}
+out=/tmp/fk-logs
+rm -rf "$out"
+mkdir -p "$out" "$dest"
 prefix=/tmp/fk-deps
 summary=$out/summary.txt
 : >"$summary"
@@ -33,6 +35,8 @@ case " $steps " in *" test "*)
         build "$n" "$a" || continue
         if meson test -C "/tmp/fk-$n" --suite gpu --print-errorlogs >"$out/test-$n.log" 2>&1; then r=passed; else r=FAILED; fi
         note "gpu suite, $n ($a): $r — $(grep -E '^(Ok|Fail|Skipped):' "$out/test-$n.log" | tr -s ' ' | tr '\n' ' ')"
+        cp "/tmp/fk-$n/meson-logs/testlog.txt" "$out/testlog-$n.txt"
+        [ $r = passed ] || grep -E "FAILED|LINE|error|Error|expected|differ" "$out/testlog-$n.txt" | head -30
         grep -hE "worst logit error|greedy equal" /tmp/fk-$n/meson-logs/testlog.txt | sed "s/^/  [$n] /" | tee -a "$summary"
     done ;;
 esac
@@ -56,4 +60,6 @@ case " $steps " in *" bench "*)
     note "flashkernel batch-1 greedy, llama-3.2-1b shape: $(grep -E 'output tokens/s' "$out/bench-1b.log") ($(grep -E 'elapsed' "$out/bench-1b.log"))"
     python3 kernels/bench/peers.py generate /tmp/llama-1b 2>&1 | grep -E "PEER|Error" | tee -a "$summary" ;;
 esac
+tar czf "$dest/logs.tar.gz" -C "$out" .
+cp "$summary" "$dest/summary.txt"
 echo "==== summary"; cat "$summary"
