@@ -238,11 +238,15 @@ static void test_sample(void **state)
                 assert_int_equal(got[r], want[r]);
             else if (got[r] != want[r])
                 differ++;
-            if (p[r].top_k == 1 || p[r].temperature == 0) { /* the most likely token, whatever u */
+            if (p[r].top_k == 1 || p[r].temperature == 0) { /* a most likely token, whatever u */
                 int best = 0;
                 for (int v = 1; v < vocab; v++)
                     best = logits[(size_t)r * vocab + v] > logits[(size_t)r * vocab + best] ? v : best;
-                assert_int_equal(got[r], best);
+                /* greedy: the first of them; top_k 1 keeps every token tied at the top (fp16 inputs tie often) */
+                if (p[r].temperature == 0)
+                    assert_int_equal(got[r], best);
+                else
+                    assert_true(logits[(size_t)r * vocab + got[r]] == logits[(size_t)r * vocab + best]);
             }
         }
         assert_int_equal(got[7], 100);

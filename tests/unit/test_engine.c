@@ -25,6 +25,7 @@ typedef struct result {
     fk_finish_reason finish;
     int preemptions, cached_tokens, prompt_tokens, completion_tokens;
     float logprobs[MAX_OUT];
+    float top2_gap[MAX_OUT]; /* logprob of the best minus the second best, when top logprobs were asked for */
 } result;
 
 static void collect(const fk_token_event *ev, void *user)
@@ -35,6 +36,7 @@ static void collect(const fk_token_event *ev, void *user)
     if (ev->token >= 0) {
         assert_true(r->n < MAX_OUT);
         r->logprobs[r->n] = ev->logprob;
+        r->top2_gap[r->n] = ev->n_top >= 2 ? ev->top[0].logprob - ev->top[1].logprob : INFINITY;
         r->tokens[r->n++] = ev->token;
     }
     r->finish = ev->finish;
@@ -71,13 +73,42 @@ static fk_model *load(const char *fixture)
     return m;
 }
 
+/* Engines a test holds; a failing test jumps past its frees, so the teardown frees what is left (on a GPU an engine
+ * holds most of its memory). */
+static fk_engine *live[8];
+
 static fk_engine *engine(fk_model *m, fk_engine_params ep)
 {
     fk_engine *e = NULL;
     fk_error err = {0};
+    if (test_device() == FK_DEVICE_CUDA && !ep.num_blocks && !ep.kv_cache_mb)
+        ep.kv_cache_mb = 1024; /* a test needs little; the automatic size would take most of the GPU */
     if (fk_engine_create(m, &ep, &e, &err))
         fail_msg("%s", err.message);
+    for (int i = 0; i < 8; i++)
+        if (!live[i]) {
+            live[i] = e;
+            break;
+        }
     return e;
+}
+
+static void engine_free(fk_engine *e)
+{
+    for (int i = 0; i < 8; i++)
+        if (live[i] == e)
+            live[i] = NULL;
+    fk_engine_free(e);
+}
+
+static int free_live_engines(void **state)
+{
+    (void)state;
+    for (int i = 0; i < 8; i++) {
+        fk_engine_free(live[i]);
+        live[i] = NULL;
+    }
+    return 0;
 }
 
 /* Runs jobs to completion, submitting each at its step; checks that no block is left in use. */
@@ -128,23 +159,43 @@ static void make_jobs(job *jobs, int n, int vocab, uint64_t *rng)
     }
 }
 
-static void assert_same_tokens(const result *a, const result *b, int n, const char *what)
+/* On the CPU every request gives exactly its solo tokens. On the GPU the batch changes the order of fp16 sums
+ * (cuBLAS picks kernels by batch size; decode splits and kernels depend on the batch), so a request must match
+ * its solo run up to the first step where the solo run's two best tokens were within 0.02 in log-probability:
+ * there either may come out on top, and what follows depends on it. */
+#define GPU_NEAR_TIE 0.02f
+
+static void assert_same_tokens(const result *solo, const result *b, int n, const char *what)
 {
+    int diverged = 0;
     for (int i = 0; i < n; i++) {
-        if (a[i].n != b[i].n || memcmp(a[i].tokens, b[i].tokens, (size_t)a[i].n * sizeof(int32_t)) != 0)
-            fail_msg("%s: request %d differs from its solo run", what, i);
+        assert_int_equal(solo[i].n, b[i].n);
+        for (int k = 0; k < solo[i].n; k++) {
+            if (test_device() == FK_DEVICE_CUDA && solo[i].top2_gap[k] < GPU_NEAR_TIE) {
+                diverged += memcmp(solo[i].tokens + k, b[i].tokens + k, (size_t)(solo[i].n - k) * 4) != 0;
+                break;
+            }
+            if (solo[i].tokens[k] != b[i].tokens[k])
+                fail_msg("%s: request %d, token %d is %d, %d in its solo run", what, i, k, b[i].tokens[k],
+                         solo[i].tokens[k]);
+        }
     }
+    if (test_device() == FK_DEVICE_CUDA)
+        printf("%s: %d of %d requests diverged after a near tie (< %.2f)\n", what, diverged, n, (double)GPU_NEAR_TIE);
 }
 
-/* Each request alone in a fresh engine. */
+/* Each request alone in a fresh engine. On the GPU, greedy solo runs also report the top-2 logprobs, which
+ * assert_same_tokens uses to find near ties. */
 static void run_solo(fk_model *m, const job *jobs, int n, result *out)
 {
     for (int i = 0; i < n; i++) {
         fk_engine *e = engine(m, fk_engine_params_default());
         job j = jobs[i];
         j.submit_at_step = 0;
+        if (test_device() == FK_DEVICE_CUDA && j.params.sampling.temperature == 0 && j.params.sampling.logprobs < 0)
+            j.params.sampling.logprobs = 2;
         run(e, &j, 1, &out[i]);
-        fk_engine_free(e);
+        engine_free(e);
     }
 }
 
@@ -168,7 +219,7 @@ static void batch_invariance(const char *fixture)
         jobs[i].submit_at_step = (int)tu_below(&rng, 40);
     run(e, jobs, n, staggered);
     assert_same_tokens(solo, staggered, n, "staggered");
-    fk_engine_free(e);
+    engine_free(e);
 
     /* Chunked prefill: a 37-token budget splits every long prompt across steps. */
     fk_engine_params ep = fk_engine_params_default();
@@ -178,7 +229,7 @@ static void batch_invariance(const char *fixture)
     run(e, jobs, n, chunked);
     assert_same_tokens(solo, chunked, n, "chunked prefill");
     assert_int_equal(fk_engine_get_stats(e).prefix_hit_tokens, 0);
-    fk_engine_free(e);
+    engine_free(e);
 
     /* Preemption: a pool that holds about three requests at a time; with the prefix cache (preempted requests
      * get their own blocks back) and without it (true recompute). */
@@ -200,7 +251,7 @@ static void batch_invariance(const char *fixture)
         assert_int_equal((uint64_t)preempted, fk_engine_get_stats(e).preemptions);
         printf("%s: 32 requests; %d preemptions with 70 blocks, prefix cache %s\n", fixture, preempted,
                caching ? "on" : "off");
-        fk_engine_free(e);
+        engine_free(e);
     }
     fk_model_free(m);
 }
@@ -217,10 +268,13 @@ static void test_batch_invariance_gpt2(void **state)
     batch_invariance("models/tiny-gpt2");
 }
 
-/* Greedy continuations through the engine, all reference prompts at once, against transformers. */
+/* Greedy continuations through the engine, all reference prompts at once, against transformers. On the GPU
+ * test_gpu_model compares with transformers, allowing for fp16 near ties. */
 static void test_reference_greedy_through_engine(void **state)
 {
     (void)state;
+    if (test_device() == FK_DEVICE_CUDA)
+        skip();
     const char *fixtures[2] = {"models/tiny-llama3", "models/tiny-gpt2"};
     for (int f = 0; f < 2; f++) {
         char path[256];
@@ -252,7 +306,7 @@ static void test_reference_greedy_through_engine(void **state)
                     fail_msg("%s case %d token %d: %d, transformers gives %d", fixtures[f], i, k, got[i].tokens[k],
                              t->valueint);
         }
-        fk_engine_free(e);
+        engine_free(e);
         fk_model_free(m);
         cJSON_Delete(ref);
     }
@@ -262,6 +316,8 @@ static void test_reference_greedy_through_engine(void **state)
 static void test_shakespeare_greedy_through_engine(void **state)
 {
     (void)state;
+    if (test_device() == FK_DEVICE_CUDA)
+        skip();
     cJSON *ref = tu_read_json(tu_fixture("models/shakespeare-llama/reference.json"));
     fk_model *m = load("models/shakespeare-llama");
     static job jobs[3];
@@ -286,7 +342,7 @@ static void test_shakespeare_greedy_through_engine(void **state)
         for (const cJSON *t = want->child; t; t = t->next, k++)
             assert_int_equal(got[i].tokens[k], t->valueint);
     }
-    fk_engine_free(e);
+    engine_free(e);
     fk_model_free(m);
     cJSON_Delete(ref);
 }
@@ -325,40 +381,44 @@ static void test_text_and_stop_strings(void **state)
         int n = 0;
         for (const cJSON *t = cJSON_GetObjectItem(g, "prompt_ids")->child; t; t = t->next)
             ids[n++] = t->valueint;
+        /* transformers' text; on the GPU fp16 may leave it at a near tie, so there the run's own text is used */
         const char *want = cJSON_GetObjectItem(g, "greedy_64_text")->valuestring;
-        /* A stop string across a token boundary: the 6 bytes around the middle of the reference text. */
-        const size_t cut = strlen(want) / 2;
-        char stop[8];
-        memcpy(stop, want + cut - 3, 6);
-        stop[6] = '\0';
-        const char *stops[1] = {stop};
+        text_result plain = {0};
         for (int with_stop = 0; with_stop < 2; with_stop++) {
             text_result t = {0};
+            char stop[8];
+            const char *stops[1] = {stop};
             fk_request_params rp = fk_request_params_default();
             rp.max_tokens = 64;
             rp.on_token = collect_text;
             rp.user = &t;
-            if (with_stop)
+            if (with_stop) {
+                /* A stop string across a token boundary: 6 bytes from the middle of the text. */
+                memcpy(stop, plain.text + plain.len / 2 - 3, 6);
+                stop[6] = '\0';
                 rp.stop = stops, rp.n_stop = 1;
+            }
             uint64_t id;
             if (fk_engine_submit(e, ids, n, &rp, &id, &err))
                 fail_msg("%s", err.message);
             while (fk_engine_has_work(e))
                 assert_int_equal(fk_engine_step(e, &err), FK_OK);
             if (!with_stop) {
-                assert_string_equal(t.text, want);
+                if (test_device() == FK_DEVICE_CPU)
+                    assert_string_equal(t.text, want);
                 assert_int_equal(t.finish, FK_FINISH_LENGTH);
+                plain = t;
             } else {
-                const size_t end = (size_t)(strstr(want, stop) - want);
+                const size_t end = (size_t)(strstr(plain.text, stop) - plain.text);
                 assert_int_equal(t.len, end);
-                assert_memory_equal(t.text, want, end);
+                assert_memory_equal(t.text, plain.text, end);
                 assert_int_equal(t.finish, FK_FINISH_STOP);
                 assert_true(t.events < 64);
             }
         }
     }
     assert_int_equal(fk_engine_get_stats(e).blocks_used, 0);
-    fk_engine_free(e);
+    engine_free(e);
     fk_model_free(m);
     cJSON_Delete(ref);
 }
@@ -388,9 +448,20 @@ static void test_seeded_sampling_and_logprobs(void **state)
     run_solo(m, jobs, 8, solo);
     fk_engine *e = engine(m, fk_engine_params_default());
     run(e, jobs, 8, together);
-    assert_same_tokens(solo, together, 8, "seeded sampling");
-    fk_engine_free(e);
-
+    if (test_device() == FK_DEVICE_CPU) {
+        assert_same_tokens(solo, together, 8, "seeded sampling");
+    } else {
+        /* fp16 sums depend on the batch, so a draw may land on the other side of a boundary later on; the same
+         * batch again must be exact, and every first token (one draw from almost the same logits) must agree. */
+        static result again[8];
+        run(e, jobs, 8, again);
+        for (int i = 0; i < 8; i++) {
+            assert_int_equal(again[i].n, together[i].n);
+            assert_memory_equal(again[i].tokens, together[i].tokens, (size_t)together[i].n * 4);
+            assert_int_equal(solo[i].tokens[0], together[i].tokens[0]);
+        }
+    }
+    engine_free(e);
     /* logprob of the k-th token = log-softmax of the logits after prompt + tokens[0..k-1] */
     const job *j = &jobs[0];
     int32_t ctx[1024];
@@ -405,7 +476,8 @@ static void test_seeded_sampling_and_logprobs(void **state)
         for (int v = 0; v < 4096; v++)
             sum += exp(logits[v] - mx);
         double want = logits[together[0].tokens[k]] - mx - log(sum);
-        assert_true(fabs(together[0].logprobs[k] - want) < 1e-3);
+        /* fp16 logits on the GPU: a few thousandths of a logit apart between batch compositions */
+        assert_true(fabs(together[0].logprobs[k] - want) < (test_device() == FK_DEVICE_CPU ? 1e-3 : 3e-2));
         ctx[j->n_prompt + k] = together[0].tokens[k];
     }
     free(logits);
@@ -473,7 +545,7 @@ static void test_cancel_frees_blocks_at_once(void **state)
     assert_int_equal(fk_engine_cancel(e, id, &err), FK_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(err.message, "unknown request id"));
     assert_int_equal(fk_engine_cancel(e, 987654, &err), FK_ERR_INVALID_ARGUMENT);
-    fk_engine_free(e);
+    engine_free(e);
     fk_model_free(m);
 }
 
@@ -547,7 +619,7 @@ static void test_bad_requests_change_nothing(void **state)
     result r;
     run(e, &j, 1, &r);
     assert_int_equal(r.n, 16);
-    fk_engine_free(e);
+    engine_free(e);
     fk_model_free(m);
 }
 
@@ -564,7 +636,7 @@ static void test_bad_engine_params(void **state)
     assert_null(e);
     ep.max_model_len = 1024; /* now it fits */
     assert_int_equal(fk_engine_create(m, &ep, &e, &err), FK_OK);
-    fk_engine_free(e);
+    engine_free(e);
     ep = fk_engine_params_default();
     ep.block_size = 0;
     assert_int_equal(fk_engine_create(m, &ep, &e, &err), FK_ERR_INVALID_ARGUMENT);
@@ -589,15 +661,15 @@ int main(void)
         fk_model_free(m);
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_reference_greedy_through_engine),
-        cmocka_unit_test(test_shakespeare_greedy_through_engine),
-        cmocka_unit_test(test_batch_invariance_llama),
-        cmocka_unit_test(test_batch_invariance_gpt2),
-        cmocka_unit_test(test_seeded_sampling_and_logprobs),
-        cmocka_unit_test(test_text_and_stop_strings),
-        cmocka_unit_test(test_cancel_frees_blocks_at_once),
-        cmocka_unit_test(test_bad_requests_change_nothing),
-        cmocka_unit_test(test_bad_engine_params),
+        cmocka_unit_test_teardown(test_reference_greedy_through_engine, free_live_engines),
+        cmocka_unit_test_teardown(test_shakespeare_greedy_through_engine, free_live_engines),
+        cmocka_unit_test_teardown(test_batch_invariance_llama, free_live_engines),
+        cmocka_unit_test_teardown(test_batch_invariance_gpt2, free_live_engines),
+        cmocka_unit_test_teardown(test_seeded_sampling_and_logprobs, free_live_engines),
+        cmocka_unit_test_teardown(test_text_and_stop_strings, free_live_engines),
+        cmocka_unit_test_teardown(test_cancel_frees_blocks_at_once, free_live_engines),
+        cmocka_unit_test_teardown(test_bad_requests_change_nothing, free_live_engines),
+        cmocka_unit_test_teardown(test_bad_engine_params, free_live_engines),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
