@@ -1,17 +1,24 @@
 // attention_decode.cu — attention for one query per sequence (decode) over the paged KV cache, flash-decoding:
-// the context is cut into splits of split_len keys; a block takes one (split, KV head, sequence) and all G = H/Hkv
-// query heads that share that KV head, so each K/V byte is read once from memory. Per split it stores the
-// unnormalized output, max and sum; a second kernel merges the splits. Memory-bound: K rows are read 16 bytes
-// per thread by groups of D/8 threads (one 256-byte row per group for D = 128), V rows 4 bytes per thread, both
-// coalesced.
+// the context is cut into splits; a block takes one (split, KV head, sequence) and all G = H / Hkv query heads that
+// share that KV head, so each K/V byte is read once. The split is streamed in chunks of 64 keys: K and V rows are
+// gathered through the block table into shared memory with cp.async, two chunks in flight (one being computed, the
+// next loading), which is what keeps enough bytes in flight to run at memory speed. Scores and an online softmax are
+// in fp32. Per split the block stores its unnormalized output, max and sum; a second kernel merges the splits.
+// Turing (sm_75) has no cp.async: the same code loads synchronously.
 #include "common.cuh"
 #include "kernels.h"
 
 namespace {
 
 constexpr int THREADS = 128;
-constexpr int MAX_G = 8;   // query heads per KV head
-constexpr int CHUNK = 256; // keys scored at a time; a split of any length is walked chunk by chunk
+constexpr int CHUNK = 64; // keys per shared-memory stage
+constexpr int MAX_G = 8;  // query heads per KV head
+
+template <int D> struct decode_layout {
+    static constexpr int STRIDE = D + 8; // halves per row: +16 bytes spreads rows over the banks
+    static constexpr size_t stage_halves = 2 * (size_t)CHUNK * STRIDE; // K then V
+    static constexpr size_t bytes = 2 * stage_halves * sizeof(__half);
+};
 
 // Per split: o[D] (unnormalized), then max and sum.
 template <int D> __host__ __device__ constexpr int partial_floats()
@@ -19,62 +26,87 @@ template <int D> __host__ __device__ constexpr int partial_floats()
     return D + 2;
 }
 
+// Starts loading keys c0 .. c0 + CHUNK - 1 (those < c1) of one KV head into a stage (K rows, then V rows).
 template <int D>
+__device__ __forceinline__ void load_chunk(const k_attn_args &a, const int32_t *blocks, int kvh, int c0, int c1,
+                                           __half *stage)
+{
+    constexpr int STRIDE = decode_layout<D>::STRIDE, PIECES = D / 8;
+    __half *sk = stage, *sv = stage + CHUNK * STRIDE;
+    for (int i = threadIdx.x; i < CHUNK * PIECES; i += THREADS) {
+        const int r = i / PIECES, c = (i % PIECES) * 8, key = c0 + r;
+        if (key < c1) {
+            const size_t at =
+                (((size_t)blocks[key / a.block_size] * a.n_kv_heads + kvh) * a.block_size + key % a.block_size) * D + c;
+            copy16_async(sk + r * STRIDE + c, (const __half *)a.k_cache + at);
+            copy16_async(sv + r * STRIDE + c, (const __half *)a.v_cache + at);
+        }
+    }
+    cp_async_commit();
+}
+
+template <int D, int G>
 __global__ void __launch_bounds__(THREADS) decode_split_kernel(k_attn_args a, int split_len, int n_splits,
                                                                float *partial)
 {
-    constexpr int TPK = D / 8;              // threads per key row
-    constexpr int KEYS_PER_WARP = 32 / TPK; // key rows a warp reads at once
-    constexpr int PAIRS = D / 2;            // half2 columns of a V row
-    constexpr int KEY_LANES = THREADS / PAIRS;
-    __shared__ float scores[MAX_G][CHUNK];
-    __shared__ float reduce[KEY_LANES][MAX_G][D];
-    __shared__ float run_max[MAX_G], run_sum[MAX_G], rescale[MAX_G];
-    const int G = a.n_heads / a.n_kv_heads;
+    constexpr int STRIDE = decode_layout<D>::STRIDE;
+    constexpr int TPK = D / 8;              // threads per key row, 8 dims (16 bytes) each
+    constexpr int KEYS_PER_PASS = THREADS / TPK;
+    extern __shared__ __align__(16) __half stages[];
+    __shared__ float scores[G][CHUNK];
+    __shared__ float run_max[G], run_sum[G], rescale[G];
+    static_assert(KEYS_PER_PASS * G * D * sizeof(float) <= decode_layout<D>::bytes, "reduce fits in the stages");
+
     const int split = blockIdx.x, kvh = blockIdx.y, seq = blockIdx.z;
     const int ctx = a.context_len[seq], tok = a.query_start[seq];
     const int k_begin = split * split_len, k_end = min(ctx, k_begin + split_len);
     const int32_t *blocks = a.block_tables + (size_t)seq * a.max_blocks;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int key_lane = threadIdx.x / TPK, col = (threadIdx.x % TPK) * 8;
 
-    // This thread's 8 columns of q for each of the G heads, pre-scaled.
-    const int col = (lane % TPK) * 8;
+    if (k_begin < k_end)
+        load_chunk<D>(a, blocks, kvh, k_begin, k_end, stages);
+
+    // This thread's 8 columns of q for each head, pre-scaled.
     const __half *q = (const __half *)a.qkv + (size_t)tok * (a.n_heads + 2 * a.n_kv_heads) * D;
-    float qr[MAX_G][8];
+    float qr[G][8];
 #pragma unroll
-    for (int g = 0; g < MAX_G; g++)
-        if (g < G) {
-            half8 v;
-            v.u = *reinterpret_cast<const uint4 *>(q + (size_t)(kvh * G + g) * D + col);
+    for (int g = 0; g < G; g++) {
+        half8 v;
+        v.u = *reinterpret_cast<const uint4 *>(q + (size_t)(kvh * G + g) * D + col);
 #pragma unroll
-            for (int i = 0; i < 4; i++) {
-                const float2 f = __half22float2(v.h2[i]);
-                qr[g][2 * i] = f.x * a.scale, qr[g][2 * i + 1] = f.y * a.scale;
-            }
+        for (int i = 0; i < 4; i++) {
+            const float2 f = __half22float2(v.h2[i]);
+            qr[g][2 * i] = f.x * a.scale, qr[g][2 * i + 1] = f.y * a.scale;
         }
-    if (threadIdx.x < MAX_G)
+    }
+    if (threadIdx.x < G)
         run_max[threadIdx.x] = -INFINITY, run_sum[threadIdx.x] = 0;
-
-    // V accumulators: this thread owns one half2 column pair for all G heads, over every KEY_LANES-th key.
-    const int pair = threadIdx.x % PAIRS, key_lane = threadIdx.x / PAIRS;
-    float acc[MAX_G][2];
+    float acc[G][8]; // this thread's 8 output columns for each head, over its key lane's keys
 #pragma unroll
-    for (int g = 0; g < MAX_G; g++)
-        acc[g][0] = acc[g][1] = 0;
+    for (int g = 0; g < G; g++)
+#pragma unroll
+        for (int i = 0; i < 8; i++)
+            acc[g][i] = 0;
 
-    for (int c0 = k_begin; c0 < k_end; c0 += CHUNK) {
-        const int c1 = min(k_end, c0 + CHUNK);
-        // Scores of the chunk. The loop bound is warp-uniform so every lane takes part in the shuffles.
-        for (int base = c0 + warp * KEYS_PER_WARP; base < c1; base += (THREADS / 32) * KEYS_PER_WARP) {
-            const int key = base + lane / TPK;
-            const bool valid = key < c1;
+    const int n_chunks = (k_end - k_begin + CHUNK - 1) / CHUNK;
+    for (int ch = 0; ch < n_chunks; ch++) {
+        const int c0 = k_begin + ch * CHUNK, c1 = min(k_end, c0 + CHUNK);
+        const __half *stage = stages + (ch & 1) * decode_layout<D>::stage_halves;
+        if (ch + 1 < n_chunks) {
+            load_chunk<D>(a, blocks, kvh, c0 + CHUNK, k_end, stages + ((ch + 1) & 1) * decode_layout<D>::stage_halves);
+            cp_async_wait<1>();
+        } else {
+            cp_async_wait<0>();
+        }
+        __syncthreads();
+        const __half *sk = stage, *sv = stage + CHUNK * STRIDE;
+
+        // Scores: TPK threads per key, KEYS_PER_PASS keys at a time; partial dots summed across the group.
+        for (int r0 = 0; r0 < CHUNK; r0 += KEYS_PER_PASS) {
+            const int r = r0 + key_lane;
             half8 kv;
-            kv.u = make_uint4(0, 0, 0, 0);
-            if (valid) {
-                const int blk = blocks[key / a.block_size], off = key % a.block_size;
-                kv.u = *reinterpret_cast<const uint4 *>(
-                    (const __half *)a.k_cache + (((size_t)blk * a.n_kv_heads + kvh) * a.block_size + off) * D + col);
-            }
+            kv.u = *reinterpret_cast<const uint4 *>(sk + r * STRIDE + col);
             float kf[8];
 #pragma unroll
             for (int i = 0; i < 4; i++) {
@@ -82,34 +114,27 @@ __global__ void __launch_bounds__(THREADS) decode_split_kernel(k_attn_args a, in
                 kf[2 * i] = f.x, kf[2 * i + 1] = f.y;
             }
 #pragma unroll
-            for (int g = 0; g < MAX_G; g++)
-                if (g < G) {
-                    float dot = 0;
+            for (int g = 0; g < G; g++) {
+                float dot = 0;
 #pragma unroll
-                    for (int i = 0; i < 8; i++)
-                        dot += qr[g][i] * kf[i];
+                for (int i = 0; i < 8; i++)
+                    dot += qr[g][i] * kf[i];
 #pragma unroll
-                    for (int o = TPK / 2; o > 0; o >>= 1)
-                        dot += __shfl_xor_sync(0xffffffffu, dot, o);
-                    if (valid && lane % TPK == 0)
-                        scores[g][key - c0] = dot;
-                }
+                for (int o = TPK / 2; o > 0; o >>= 1)
+                    dot += __shfl_xor_sync(0xffffffffu, dot, o);
+                if (threadIdx.x % TPK == 0)
+                    scores[g][r] = c0 + r < c1 ? dot : -INFINITY;
+            }
         }
         __syncthreads();
 
         // Online softmax per head (warp w takes heads w, w + 4): new running max, rescale factor, p, sum.
         for (int g = warp; g < G; g += THREADS / 32) {
-            float mx = -INFINITY;
-            for (int i = lane; i < c1 - c0; i += 32)
-                mx = fmaxf(mx, scores[g][i]);
+            float mx = fmaxf(scores[g][lane], scores[g][lane + 32]);
             mx = fmaxf(warp_max(mx), run_max[g]);
-            float sum = 0;
-            for (int i = lane; i < c1 - c0; i += 32) {
-                const float p = __expf(scores[g][i] - mx);
-                scores[g][i] = p;
-                sum += p;
-            }
-            sum = warp_sum(sum);
+            const float p0 = __expf(scores[g][lane] - mx), p1 = __expf(scores[g][lane + 32] - mx);
+            scores[g][lane] = p0, scores[g][lane + 32] = p1;
+            const float sum = warp_sum(p0 + p1);
             __syncwarp();
             if (lane == 0) {
                 const float r = __expf(run_max[g] - mx); // 0 on the first chunk (run_max = -inf)
@@ -120,36 +145,45 @@ __global__ void __launch_bounds__(THREADS) decode_split_kernel(k_attn_args a, in
         }
         __syncthreads();
 
+        // O += p V: this thread's 8 columns over keys key_lane, key_lane + KEYS_PER_PASS, ...
 #pragma unroll
-        for (int g = 0; g < MAX_G; g++)
-            if (g < G)
-                acc[g][0] *= rescale[g], acc[g][1] *= rescale[g];
-        for (int key = c0 + key_lane; key < c1; key += KEY_LANES) {
-            const int blk = blocks[key / a.block_size], off = key % a.block_size;
-            const float2 v = __half22float2(*reinterpret_cast<const __half2 *>(
-                (const __half *)a.v_cache + (((size_t)blk * a.n_kv_heads + kvh) * a.block_size + off) * D + 2 * pair));
+        for (int g = 0; g < G; g++)
 #pragma unroll
-            for (int g = 0; g < MAX_G; g++)
-                if (g < G) {
-                    const float p = scores[g][key - c0];
-                    acc[g][0] += p * v.x, acc[g][1] += p * v.y;
-                }
+            for (int i = 0; i < 8; i++)
+                acc[g][i] *= rescale[g];
+        for (int r = key_lane; r < c1 - c0; r += KEYS_PER_PASS) {
+            half8 vv;
+            vv.u = *reinterpret_cast<const uint4 *>(sv + r * STRIDE + col);
+            float vf[8];
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                const float2 f = __half22float2(vv.h2[i]);
+                vf[2 * i] = f.x, vf[2 * i + 1] = f.y;
+            }
+#pragma unroll
+            for (int g = 0; g < G; g++) {
+                const float p = scores[g][r];
+#pragma unroll
+                for (int i = 0; i < 8; i++)
+                    acc[g][i] += p * vf[i];
+            }
         }
-        __syncthreads(); // scores are rewritten by the next chunk
+        __syncthreads(); // the stage and the scores are rewritten next
     }
 
+    // Sum the key lanes' partial outputs, in the stages' memory (free now; the loop ended on a barrier).
+    float(*reduce)[G][D] = reinterpret_cast<float(*)[G][D]>(stages);
 #pragma unroll
-    for (int g = 0; g < MAX_G; g++)
-        if (g < G) {
-            reduce[key_lane][g][2 * pair] = acc[g][0];
-            reduce[key_lane][g][2 * pair + 1] = acc[g][1];
-        }
+    for (int g = 0; g < G; g++)
+#pragma unroll
+        for (int i = 0; i < 8; i++)
+            reduce[key_lane][g][col + i] = acc[g][i];
     __syncthreads();
     for (int i = threadIdx.x; i < G * D; i += THREADS) {
         const int g = i / D, d = i % D, h = kvh * G + g;
         float o = 0;
 #pragma unroll
-        for (int kl = 0; kl < KEY_LANES; kl++)
+        for (int kl = 0; kl < KEYS_PER_PASS; kl++)
             o += reduce[kl][g][d];
         if (n_splits == 1) {
             ((__half *)a.out)[((size_t)tok * a.n_heads + h) * D + d] = __float2half(o / run_sum[g]);
@@ -180,11 +214,19 @@ template <int D> __global__ void decode_merge_kernel(k_attn_args a, int n_splits
     ((__half *)a.out)[((size_t)a.query_start[seq] * a.n_heads + h) * D + d] = __float2half(num / den);
 }
 
-template <int D>
+template <int D, int G>
 cudaError_t launch(const k_attn_args *a, int split_len, int n_splits, float *scratch, cudaStream_t stream)
 {
-    decode_split_kernel<D><<<dim3(n_splits, a->n_kv_heads, a->n_seqs), THREADS, 0, stream>>>(*a, split_len, n_splits,
-                                                                                           scratch);
+    static bool configured; // the shared-memory opt-in, once per instantiation
+    if (!configured) {
+        cudaError_t e = cudaFuncSetAttribute(decode_split_kernel<D, G>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             (int)decode_layout<D>::bytes);
+        if (e != cudaSuccess)
+            return e;
+        configured = true;
+    }
+    decode_split_kernel<D, G><<<dim3(n_splits, a->n_kv_heads, a->n_seqs), THREADS, decode_layout<D>::bytes, stream>>>(
+        *a, split_len, n_splits, scratch);
     if (n_splits > 1) {
         cudaError_t e = cudaGetLastError();
         if (e != cudaSuccess)
@@ -192,6 +234,17 @@ cudaError_t launch(const k_attn_args *a, int split_len, int n_splits, float *scr
         decode_merge_kernel<D><<<dim3(a->n_heads, a->n_seqs), D, 0, stream>>>(*a, n_splits, scratch);
     }
     FK_LAUNCH_CHECK();
+}
+
+template <int D> cudaError_t launch_g(const k_attn_args *a, int split_len, int n_splits, float *scratch, cudaStream_t s)
+{
+    switch (a->n_heads / a->n_kv_heads) {
+    case 1: return launch<D, 1>(a, split_len, n_splits, scratch, s);
+    case 2: return launch<D, 2>(a, split_len, n_splits, scratch, s);
+    case 4: return launch<D, 4>(a, split_len, n_splits, scratch, s);
+    case 8: return launch<D, 8>(a, split_len, n_splits, scratch, s);
+    default: return cudaErrorInvalidValue;
+    }
 }
 
 } // namespace
@@ -209,8 +262,8 @@ extern "C" cudaError_t k_attention_decode(const k_attn_args *a, int split_len, i
     if (a->n_heads % a->n_kv_heads || a->n_heads / a->n_kv_heads > MAX_G || split_len < 1 || n_splits < 1)
         return cudaErrorInvalidValue;
     switch (a->head_dim) {
-    case 64: return launch<64>(a, split_len, n_splits, (float *)scratch, stream);
-    case 128: return launch<128>(a, split_len, n_splits, (float *)scratch, stream);
+    case 64: return launch_g<64>(a, split_len, n_splits, (float *)scratch, stream);
+    case 128: return launch_g<128>(a, split_len, n_splits, (float *)scratch, stream);
     default: return cudaErrorInvalidValue;
     }
 }

@@ -117,15 +117,16 @@ __global__ void __launch_bounds__(THREADS) attention_prefill_kernel(k_attn_args 
                 mma_16816(s[2 * nn + 1], qf[kk], b + 2);
             }
 
-        // Causal mask (key > query position, or past the tile's rows), scale, online softmax.
+        // Scale, and the causal mask where this warp's rows can see only part of the tile (key > query position);
+        // rows past the tile's end are never written, so they need no mask. Then the online softmax.
         float mx[2] = {-INFINITY, -INFINITY};
+        const bool masked = k0 + BK - 1 > pos0 + warp * 16;
 #pragma unroll
         for (int j = 0; j < BK / 8; j++)
 #pragma unroll
             for (int e = 0; e < 4; e++) {
                 const int row = row_lo + (e >= 2 ? 8 : 0), key = k0 + j * 8 + 2 * t + (e & 1);
-                const bool visible = row < rows && key <= pos0 + row;
-                s[j][e] = visible ? s[j][e] * scale_log2 : -INFINITY;
+                s[j][e] = !masked || key <= pos0 + row ? s[j][e] * scale_log2 : -INFINITY;
                 mx[e >> 1] = fmaxf(mx[e >> 1], s[j][e]);
             }
         float corr[2], base[2];
@@ -188,31 +189,38 @@ __global__ void __launch_bounds__(THREADS) attention_prefill_kernel(k_attn_args 
     }
 }
 
+template <int D, bool DOUBLE_BUFFER> cudaError_t configure_once()
+{
+    static bool done; // the shared-memory opt-in, once per instantiation
+    if (done)
+        return cudaSuccess;
+    cudaError_t e = cudaFuncSetAttribute(attention_prefill_kernel<D, DOUBLE_BUFFER>,
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         (int)tile_layout<D>::bytes(DOUBLE_BUFFER));
+    done = e == cudaSuccess;
+    return e;
+}
+
 template <int D> cudaError_t launch(const k_attn_args *a, const int32_t *tiles, int n_tiles, cudaStream_t stream)
 {
     // Double buffering needs cp.async (sm_80+) and more than Turing's 64 KB for D = 128.
-    int device, major;
-    cudaError_t e = cudaGetDevice(&device);
-    if (e == cudaSuccess)
-        e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
+    static int major = -1;
+    if (major < 0) {
+        int device;
+        cudaError_t e = cudaGetDevice(&device);
+        if (e == cudaSuccess)
+            e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
+        if (e != cudaSuccess)
+            return e;
+    }
+    const dim3 grid(n_tiles, a->n_heads);
+    cudaError_t e = major >= 8 ? configure_once<D, true>() : configure_once<D, false>();
     if (e != cudaSuccess)
         return e;
-    const dim3 grid(n_tiles, a->n_heads);
-    if (major >= 8) {
-        const size_t bytes = tile_layout<D>::bytes(true);
-        e = cudaFuncSetAttribute(attention_prefill_kernel<D, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                 (int)bytes);
-        if (e != cudaSuccess)
-            return e;
-        attention_prefill_kernel<D, true><<<grid, THREADS, bytes, stream>>>(*a, (const int2 *)tiles);
-    } else {
-        const size_t bytes = tile_layout<D>::bytes(false);
-        e = cudaFuncSetAttribute(attention_prefill_kernel<D, false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                 (int)bytes);
-        if (e != cudaSuccess)
-            return e;
-        attention_prefill_kernel<D, false><<<grid, THREADS, bytes, stream>>>(*a, (const int2 *)tiles);
-    }
+    if (major >= 8)
+        attention_prefill_kernel<D, true><<<grid, THREADS, tile_layout<D>::bytes(true), stream>>>(*a, (const int2 *)tiles);
+    else
+        attention_prefill_kernel<D, false><<<grid, THREADS, tile_layout<D>::bytes(false), stream>>>(*a, (const int2 *)tiles);
     FK_LAUNCH_CHECK();
 }
 

@@ -22,9 +22,14 @@ typedef struct cuda_backend {
     cublasHandle_t blas;
     uint16_t *staging; /* host fp16 staging for download_act */
     size_t staging_n;
-    int32_t *tiles; /* host: prefill tile list, built per attention call */
+    struct prefill_tile *tiles; /* host: prefill tiles, built per attention call */
+    int32_t *tile_pairs;        /* host: (sequence, first query) of each, as the kernel reads them */
     int tiles_cap;
 } cuda_backend;
+
+typedef struct prefill_tile {
+    int32_t seq, q0, position;
+} prefill_tile;
 
 static cuda_backend *cb_of(backend *b)
 {
@@ -59,6 +64,7 @@ static void cuda_destroy(backend *b)
         cudaStreamDestroy(cb->stream);
     free(cb->staging);
     free(cb->tiles);
+    free(cb->tile_pairs);
     free(cb);
 }
 
@@ -188,11 +194,14 @@ static fk_status cuda_rope_store_kv(backend *b, void *qkv, const int32_t *positi
                     "rope_store_kv", err);
 }
 
-/* Decode splits: enough (split, KV head, sequence) blocks to fill the device twice over, each split at least
- * 256 keys. Bounded so that the scratch below always suffices: n_seqs * n_splits <= target / Hkv + n_seqs. */
+/* Decode splits: about six (split, KV head, sequence) blocks per SM (two or three are resident at a time, so the
+ * last wave is short), each split at least 256 keys. Bounded so that the scratch below always suffices:
+ * n_seqs * n_splits <= DECODE_BLOCKS_PER_SM * SMs / Hkv + n_seqs. */
+#define DECODE_BLOCKS_PER_SM 6
+
 static int decode_splits(const cuda_backend *cb, int n_seqs, int n_kv_heads, int max_context)
 {
-    const int target = 2 * cb->n_sms;
+    const int target = DECODE_BLOCKS_PER_SM * cb->n_sms;
     int by_fill = (target + n_seqs * n_kv_heads - 1) / (n_seqs * n_kv_heads);
     int by_length = (max_context + 255) / 256;
     int s = by_fill < by_length ? by_fill : by_length;
@@ -204,10 +213,16 @@ static size_t cuda_attention_scratch_bytes(const backend *b, int max_tokens, int
                                            int head_dim)
 {
     const cuda_backend *cb = (const cuda_backend *)b;
-    const int split_rows = (2 * cb->n_sms + n_kv_heads - 1) / n_kv_heads + max_seqs; /* >= n_seqs * n_splits */
+    const int split_rows = (DECODE_BLOCKS_PER_SM * cb->n_sms + n_kv_heads - 1) / n_kv_heads + max_seqs;
     const size_t decode = (size_t)split_rows * k_attention_decode_scratch_bytes(1, n_heads, head_dim, 1);
     const size_t tiles = ((size_t)max_tokens / 64 + (size_t)max_seqs) * 2 * sizeof(int32_t);
     return decode > tiles ? decode : tiles;
+}
+
+/* Heavier first: a tile's work grows with the position of its first query. */
+static int heavier_first(const void *x, const void *y)
+{
+    return ((const prefill_tile *)y)->position - ((const prefill_tile *)x)->position;
 }
 
 static fk_status cuda_attention(backend *b, void *out, const void *qkv, const kv_pool *kv, const attn_batch *ab,
@@ -231,7 +246,7 @@ static fk_status cuda_attention(backend *b, void *out, const void *qkv, const kv
     const int G = n_heads / kv->n_kv_heads;
     if (kv->head_dim != 64 && kv->head_dim != 128)
         return fk_error_set(err, FK_ERR_UNSUPPORTED, "cuda attention: head_dim %d (supported: 64, 128)", kv->head_dim);
-    bool all_decode = ab->n_tokens == ab->n_seqs && G <= 8;
+    bool all_decode = ab->n_tokens == ab->n_seqs && (G == 1 || G == 2 || G == 4 || G == 8); /* decode kernel's G */
     int max_context = 0, n_tiles = 0;
     for (int s = 0; s < ab->n_seqs; s++) {
         const int nq = ab->query_start_host[s + 1] - ab->query_start_host[s];
@@ -247,21 +262,28 @@ static fk_status cuda_attention(backend *b, void *out, const void *qkv, const kv
                         err);
     }
     if (n_tiles > cb->tiles_cap) {
-        int32_t *grown = realloc(cb->tiles, (size_t)n_tiles * 2 * sizeof *grown);
-        if (!grown)
+        prefill_tile *tiles = realloc(cb->tiles, (size_t)n_tiles * sizeof *tiles);
+        if (tiles)
+            cb->tiles = tiles;
+        int32_t *pairs = realloc(cb->tile_pairs, (size_t)n_tiles * 2 * sizeof *pairs);
+        if (pairs)
+            cb->tile_pairs = pairs;
+        if (!tiles || !pairs)
             return fk_error_set(err, FK_ERR_OUT_OF_MEMORY, "cuda attention: tile list of %d", n_tiles);
-        cb->tiles = grown;
         cb->tiles_cap = n_tiles;
     }
+    /* Heaviest tiles (furthest into their context) first, so the causal tail does not straggle. */
     int t = 0;
-    for (int s = 0; s < ab->n_seqs; s++)
-        for (int q0 = 0; q0 < ab->query_start_host[s + 1] - ab->query_start_host[s]; q0 += 64) {
-            cb->tiles[2 * t] = s;
-            cb->tiles[2 * t + 1] = q0;
-            t++;
-        }
+    for (int s = 0; s < ab->n_seqs; s++) {
+        const int nq = ab->query_start_host[s + 1] - ab->query_start_host[s];
+        for (int q0 = 0; q0 < nq; q0 += 64)
+            cb->tiles[t++] = (prefill_tile){.seq = s, .q0 = q0, .position = ab->context_len_host[s] - nq + q0};
+    }
+    qsort(cb->tiles, (size_t)n_tiles, sizeof *cb->tiles, heavier_first);
+    for (t = 0; t < n_tiles; t++)
+        cb->tile_pairs[2 * t] = cb->tiles[t].seq, cb->tile_pairs[2 * t + 1] = cb->tiles[t].q0;
     int32_t *dev_tiles = ab->scratch;
-    fk_status s = cuda_upload(b, dev_tiles, cb->tiles, (size_t)n_tiles * 2 * sizeof(int32_t), err);
+    fk_status s = cuda_upload(b, dev_tiles, cb->tile_pairs, (size_t)n_tiles * 2 * sizeof(int32_t), err);
     if (s)
         return s;
     return launched(k_attention_prefill(&args, dev_tiles, n_tiles, cb->stream), "attention_prefill", err);

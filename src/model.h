@@ -19,7 +19,10 @@ typedef struct forward_ws {
     void *attn_scratch;                          /* the backend's attention scratch, or NULL */
     int32_t *tokens;                             /* [max_logits]: the token sampled from each logits row */
     sample_row *sample_rows;                     /* [max_logits]: how to sample it */
+    /* The batch's index arrays, packed into one device buffer per pass (one upload); these point into it. */
     int32_t *ids, *positions, *slots, *query_start, *context_len, *block_tables, *logit_rows;
+    int32_t *index_dev, *index_host;
+    size_t index_cap; /* int32s */
 } forward_ws;
 
 struct fk_model {

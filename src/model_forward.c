@@ -3,6 +3,7 @@
  * (RMSNorm / LayerNorm), position encoding (RoPE / learned) and MLP (SiLU-gated / GeLU). */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "error.h"
 #include "model.h"
@@ -14,11 +15,17 @@ fk_status forward_ws_create(const fk_model *m, int max_tokens, int max_seqs, int
     backend *be = m->be;
     const size_t act = be->ops->act_size, T = (size_t)max_tokens;
     const size_t qkv_dim = (size_t)(c->n_heads + 2 * c->n_kv_heads) * c->head_dim;
+    /* ids, positions, slots, query_start, context_len, block_tables, logit_rows */
+    const size_t index_cap = 3 * T + 2 * (size_t)max_seqs + 1 + (size_t)max_seqs * max_blocks + (size_t)max_logits;
     forward_ws *ws = calloc(1, sizeof *ws);
-    if (!ws)
+    if (ws)
+        ws->index_host = malloc(index_cap * sizeof(int32_t));
+    if (!ws || !ws->index_host) {
+        free(ws);
         return fk_error_set(err, FK_ERR_OUT_OF_MEMORY, "out of memory");
+    }
     *ws = (forward_ws){.max_tokens = max_tokens, .max_seqs = max_seqs, .max_blocks = max_blocks,
-                       .max_logits = max_logits};
+                       .max_logits = max_logits, .index_host = ws->index_host, .index_cap = index_cap};
     struct {
         void **p;
         size_t bytes;
@@ -32,13 +39,7 @@ fk_status forward_ws_create(const fk_model *m, int max_tokens, int max_seqs, int
         {&ws->mlp_act, T * c->intermediate_size * act},
         {&ws->last_normed, (size_t)max_logits * c->hidden_size * act},
         {&ws->logits, (size_t)max_logits * c->vocab_size * act},
-        {(void **)&ws->ids, T * sizeof(int32_t)},
-        {(void **)&ws->positions, T * sizeof(int32_t)},
-        {(void **)&ws->slots, T * sizeof(int32_t)},
-        {(void **)&ws->query_start, ((size_t)max_seqs + 1) * sizeof(int32_t)},
-        {(void **)&ws->context_len, (size_t)max_seqs * sizeof(int32_t)},
-        {(void **)&ws->block_tables, (size_t)max_seqs * max_blocks * sizeof(int32_t)},
-        {(void **)&ws->logit_rows, (size_t)max_logits * sizeof(int32_t)},
+        {(void **)&ws->index_dev, index_cap * sizeof(int32_t)},
         {(void **)&ws->tokens, (size_t)max_logits * sizeof(int32_t)},
         {(void **)&ws->sample_rows, (size_t)max_logits * sizeof(sample_row)},
         {&ws->attn_scratch, be->ops->attention_scratch_bytes(be, max_tokens, max_seqs, c->n_heads, c->n_kv_heads,
@@ -61,30 +62,40 @@ void forward_ws_free(const fk_model *m, forward_ws *ws)
 {
     if (!ws)
         return;
-    void *all[] = {ws->residual, ws->normed,      ws->qkv,       ws->attn,        ws->proj,
-                   ws->mlp_in,   ws->mlp_act,     ws->last_normed, ws->logits,    ws->ids,
-                   ws->positions, ws->slots,      ws->query_start, ws->context_len, ws->block_tables,
-                   ws->logit_rows, ws->attn_scratch, ws->tokens, ws->sample_rows};
+    void *all[] = {ws->residual, ws->normed,    ws->qkv,          ws->attn,   ws->proj,       ws->mlp_in,
+                   ws->mlp_act,  ws->last_normed, ws->logits, ws->index_dev, ws->attn_scratch, ws->tokens,
+                   ws->sample_rows};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         if (all[i])
             m->be->ops->release(m->be, all[i]);
+    free(ws->index_host);
     free(ws);
 }
 
-/* Copies the batch's index arrays to the device. */
+/* Packs the batch's index arrays into one buffer, copies it to the device in one upload, and points ws at the
+ * arrays' places in it. */
 static fk_status upload_batch(backend *be, forward_ws *ws, const batch *b, fk_error *err)
 {
-    const size_t i32 = sizeof(int32_t), T = (size_t)b->n_tokens;
-    fk_status s;
-    if ((s = be->ops->upload(be, ws->ids, b->input_ids, T * i32, err)) ||
-        (s = be->ops->upload(be, ws->positions, b->positions, T * i32, err)) ||
-        (s = be->ops->upload(be, ws->slots, b->slot_mapping, T * i32, err)) ||
-        (s = be->ops->upload(be, ws->query_start, b->query_start, ((size_t)b->n_seqs + 1) * i32, err)) ||
-        (s = be->ops->upload(be, ws->context_len, b->context_len, (size_t)b->n_seqs * i32, err)) ||
-        (s = be->ops->upload(be, ws->block_tables, b->block_tables, (size_t)b->n_seqs * b->max_blocks * i32, err)) ||
-        (s = be->ops->upload(be, ws->logit_rows, b->logit_rows, (size_t)b->n_logits * i32, err)))
-        return s;
-    return FK_OK;
+    struct {
+        int32_t **dev;
+        const int32_t *host;
+        size_t n;
+    } parts[] = {
+        {&ws->ids, b->input_ids, (size_t)b->n_tokens},
+        {&ws->positions, b->positions, (size_t)b->n_tokens},
+        {&ws->slots, b->slot_mapping, (size_t)b->n_tokens},
+        {&ws->query_start, b->query_start, (size_t)b->n_seqs + 1},
+        {&ws->context_len, b->context_len, (size_t)b->n_seqs},
+        {&ws->block_tables, b->block_tables, (size_t)b->n_seqs * b->max_blocks},
+        {&ws->logit_rows, b->logit_rows, (size_t)b->n_logits},
+    };
+    size_t at = 0;
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+        memcpy(ws->index_host + at, parts[i].host, parts[i].n * sizeof(int32_t));
+        *parts[i].dev = ws->index_dev + at;
+        at += parts[i].n;
+    }
+    return be->ops->upload(be, ws->index_dev, ws->index_host, at * sizeof(int32_t), err);
 }
 
 /* residual += x (if x); out = norm(residual), with the architecture's norm. */

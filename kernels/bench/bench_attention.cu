@@ -138,11 +138,11 @@ int main()
         std::vector<paged> p;
         for (int c = 0; c < copies; c++)
             p.push_back(make_paged(S, ctx, 1, H, Hkv, D, 100 + c, nullptr));
-        const int split_rows = (2 * prop.multiProcessorCount + Hkv - 1) / Hkv + S;
+        const int split_rows = (6 * prop.multiProcessorCount + Hkv - 1) / Hkv + S;
         void *scratch;
         CHECK(cudaMalloc(&scratch, (size_t)split_rows * k_attention_decode_scratch_bytes(1, H, D, 1)));
-        // The backend's choice (backend_cuda.c decode_splits): fill 2 x SMs blocks, splits of >= 256 keys.
-        const int target = 2 * prop.multiProcessorCount;
+        // The backend's choice (backend_cuda.c decode_splits): about 6 blocks per SM, splits of >= 256 keys.
+        const int target = 6 * prop.multiProcessorCount;
         int n_splits = std::min((target + S * Hkv - 1) / (S * Hkv), (ctx + 255) / 256);
         n_splits = std::max(n_splits, 1);
         const int split_len = (ctx + n_splits - 1) / n_splits;
@@ -160,9 +160,9 @@ int main()
         const int S = 4, n = 4096, H = 16, D = 128;
         std::vector<int> qs(S + 1);
         paged p = make_paged(S, n, n, H, H, D, 7, qs.data());
-        std::vector<int32_t> tiles;
-        for (int s = 0; s < S; s++)
-            for (int q0 = 0; q0 < n; q0 += 64)
+        std::vector<int32_t> tiles; // heaviest first, as backend_cuda.c orders them
+        for (int q0 = n - 64; q0 >= 0; q0 -= 64)
+            for (int s = 0; s < S; s++)
                 tiles.push_back(s), tiles.push_back(q0);
         int32_t *d_tiles;
         CHECK(cudaMalloc(&d_tiles, tiles.size() * 4));
