@@ -10,7 +10,7 @@
 
 namespace {
 
-constexpr int THREADS = 128;
+constexpr int THREADS = 256;
 constexpr int CHUNK = 64; // keys per shared-memory stage
 constexpr int MAX_G = 8;  // query heads per KV head
 
@@ -50,39 +50,47 @@ __global__ void __launch_bounds__(THREADS) decode_split_kernel(k_attn_args a, in
                                                                float *partial)
 {
     constexpr int STRIDE = decode_layout<D>::STRIDE;
-    constexpr int TPK = D / 8;              // threads per key row, 8 dims (16 bytes) each
+    // Scores: each thread holds QD columns of q for all G heads (G * QD <= 64 registers) and reads them from a key
+    // row; TPK threads share a row and sum their partial dots with log2(TPK) shuffles.
+    constexpr int QD = 64 / G < D ? 64 / G : D;
+    constexpr int TPK = D / QD;
     constexpr int KEYS_PER_PASS = THREADS / TPK;
+    // O += p V: each thread owns 8 columns and every VLANES-th key.
+    constexpr int VTPR = D / 8; // threads per V row
+    constexpr int VLANES = THREADS / VTPR;
     extern __shared__ __align__(16) __half stages[];
     __shared__ float scores[G][CHUNK];
     __shared__ float run_max[G], run_sum[G], rescale[G];
-    static_assert(KEYS_PER_PASS * G * D * sizeof(float) <= decode_layout<D>::bytes, "reduce fits in the stages");
+    static_assert(THREADS / 32 * G * D * sizeof(float) <= decode_layout<D>::bytes, "reduce fits in the stages");
 
     const int split = blockIdx.x, kvh = blockIdx.y, seq = blockIdx.z;
     const int ctx = a.context_len[seq], tok = a.query_start[seq];
     const int k_begin = split * split_len, k_end = min(ctx, k_begin + split_len);
     const int32_t *blocks = a.block_tables + (size_t)seq * a.max_blocks;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const int key_lane = threadIdx.x / TPK, col = (threadIdx.x % TPK) * 8;
 
     if (k_begin < k_end)
         load_chunk<D>(a, blocks, kvh, k_begin, k_end, stages);
 
-    // This thread's 8 columns of q for each head, pre-scaled.
+    const int key_lane = threadIdx.x / TPK, qcol = (threadIdx.x % TPK) * QD;
     const __half *q = (const __half *)a.qkv + (size_t)tok * (a.n_heads + 2 * a.n_kv_heads) * D;
-    float qr[G][8];
+    float qr[G][QD]; // pre-scaled
 #pragma unroll
-    for (int g = 0; g < G; g++) {
-        half8 v;
-        v.u = *reinterpret_cast<const uint4 *>(q + (size_t)(kvh * G + g) * D + col);
+    for (int g = 0; g < G; g++)
 #pragma unroll
-        for (int i = 0; i < 4; i++) {
-            const float2 f = __half22float2(v.h2[i]);
-            qr[g][2 * i] = f.x * a.scale, qr[g][2 * i + 1] = f.y * a.scale;
+        for (int c = 0; c < QD; c += 8) {
+            half8 v;
+            v.u = *reinterpret_cast<const uint4 *>(q + (size_t)(kvh * G + g) * D + qcol + c);
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                const float2 f = __half22float2(v.h2[i]);
+                qr[g][c + 2 * i] = f.x * a.scale, qr[g][c + 2 * i + 1] = f.y * a.scale;
+            }
         }
-    }
     if (threadIdx.x < G)
         run_max[threadIdx.x] = -INFINITY, run_sum[threadIdx.x] = 0;
-    float acc[G][8]; // this thread's 8 output columns for each head, over its key lane's keys
+    const int vlane = threadIdx.x / VTPR, vcol = (threadIdx.x % VTPR) * 8;
+    float acc[G][8];
 #pragma unroll
     for (int g = 0; g < G; g++)
 #pragma unroll
@@ -102,33 +110,36 @@ __global__ void __launch_bounds__(THREADS) decode_split_kernel(k_attn_args a, in
         __syncthreads();
         const __half *sk = stage, *sv = stage + CHUNK * STRIDE;
 
-        // Scores: TPK threads per key, KEYS_PER_PASS keys at a time; partial dots summed across the group.
-        for (int r0 = 0; r0 < CHUNK; r0 += KEYS_PER_PASS) {
-            const int r = r0 + key_lane;
-            half8 kv;
-            kv.u = *reinterpret_cast<const uint4 *>(sk + r * STRIDE + col);
-            float kf[8];
+        // Whole warps take rows (32 / TPK rows each), so the shuffles below are warp-uniform.
+        for (int r = key_lane; r < CHUNK; r += KEYS_PER_PASS) {
+            float dot[G];
 #pragma unroll
-            for (int i = 0; i < 4; i++) {
-                const float2 f = __half22float2(kv.h2[i]);
-                kf[2 * i] = f.x, kf[2 * i + 1] = f.y;
+            for (int g = 0; g < G; g++)
+                dot[g] = 0;
+#pragma unroll
+            for (int c = 0; c < QD; c += 8) {
+                half8 kv;
+                kv.u = *reinterpret_cast<const uint4 *>(sk + r * STRIDE + qcol + c);
+#pragma unroll
+                for (int i = 0; i < 4; i++) {
+                    const float2 f = __half22float2(kv.h2[i]);
+#pragma unroll
+                    for (int g = 0; g < G; g++)
+                        dot[g] += qr[g][c + 2 * i] * f.x + qr[g][c + 2 * i + 1] * f.y;
+                }
             }
 #pragma unroll
             for (int g = 0; g < G; g++) {
-                float dot = 0;
-#pragma unroll
-                for (int i = 0; i < 8; i++)
-                    dot += qr[g][i] * kf[i];
 #pragma unroll
                 for (int o = TPK / 2; o > 0; o >>= 1)
-                    dot += __shfl_xor_sync(0xffffffffu, dot, o);
+                    dot[g] += __shfl_xor_sync(0xffffffffu, dot[g], o);
                 if (threadIdx.x % TPK == 0)
-                    scores[g][r] = c0 + r < c1 ? dot : -INFINITY;
+                    scores[g][r] = c0 + r < c1 ? dot[g] : -INFINITY;
             }
         }
         __syncthreads();
 
-        // Online softmax per head (warp w takes heads w, w + 4): new running max, rescale factor, p, sum.
+        // Online softmax per head (warp w takes heads w, w + 8): new running max, rescale factor, p, sum.
         for (int g = warp; g < G; g += THREADS / 32) {
             float mx = fmaxf(scores[g][lane], scores[g][lane + 32]);
             mx = fmaxf(warp_max(mx), run_max[g]);
@@ -145,15 +156,14 @@ __global__ void __launch_bounds__(THREADS) decode_split_kernel(k_attn_args a, in
         }
         __syncthreads();
 
-        // O += p V: this thread's 8 columns over keys key_lane, key_lane + KEYS_PER_PASS, ...
 #pragma unroll
         for (int g = 0; g < G; g++)
 #pragma unroll
             for (int i = 0; i < 8; i++)
                 acc[g][i] *= rescale[g];
-        for (int r = key_lane; r < c1 - c0; r += KEYS_PER_PASS) {
+        for (int r = vlane; r < c1 - c0; r += VLANES) {
             half8 vv;
-            vv.u = *reinterpret_cast<const uint4 *>(sv + r * STRIDE + col);
+            vv.u = *reinterpret_cast<const uint4 *>(sv + r * STRIDE + vcol);
             float vf[8];
 #pragma unroll
             for (int i = 0; i < 4; i++) {
@@ -171,20 +181,29 @@ __global__ void __launch_bounds__(THREADS) decode_split_kernel(k_attn_args a, in
         __syncthreads(); // the stage and the scores are rewritten next
     }
 
-    // Sum the key lanes' partial outputs, in the stages' memory (free now; the loop ended on a barrier).
-    float(*reduce)[G][D] = reinterpret_cast<float(*)[G][D]>(stages);
+    // Sum the key lanes: first the ones that share a warp (shuffles), then the warps, in the stages' memory (free
+    // now; the loop ended on a barrier).
 #pragma unroll
     for (int g = 0; g < G; g++)
 #pragma unroll
         for (int i = 0; i < 8; i++)
-            reduce[key_lane][g][col + i] = acc[g][i];
+#pragma unroll
+            for (int o = 16; o >= VTPR; o >>= 1)
+                acc[g][i] += __shfl_xor_sync(0xffffffffu, acc[g][i], o);
+    float(*reduce)[G][D] = reinterpret_cast<float(*)[G][D]>(stages);
+    if (lane < VTPR)
+#pragma unroll
+        for (int g = 0; g < G; g++)
+#pragma unroll
+            for (int i = 0; i < 8; i++)
+                reduce[warp][g][vcol + i] = acc[g][i];
     __syncthreads();
     for (int i = threadIdx.x; i < G * D; i += THREADS) {
         const int g = i / D, d = i % D, h = kvh * G + g;
         float o = 0;
 #pragma unroll
-        for (int kl = 0; kl < KEYS_PER_PASS; kl++)
-            o += reduce[kl][g][d];
+        for (int w = 0; w < THREADS / 32; w++)
+            o += reduce[w][g][d];
         if (n_splits == 1) {
             ((__half *)a.out)[((size_t)tok * a.n_heads + h) * D + d] = __float2half(o / run_sum[g]);
         } else {

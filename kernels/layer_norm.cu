@@ -32,7 +32,7 @@ extern "C" cudaError_t k_add_layer_norm(void *out, void *residual, const void *x
 {
     if (n <= 0)
         return cudaSuccess;
-    const int threads = d >= 1024 ? 256 : d >= 256 ? 128 : 64;
+    const int threads = d >= 2048 ? 256 : d >= 512 ? 128 : 64;
     add_layer_norm_kernel<<<n, threads, 0, stream>>>((__half *)out, (__half *)residual, (const __half *)x,
                                                      (const __half *)w, (const __half *)bias, d, eps);
     FK_LAUNCH_CHECK();

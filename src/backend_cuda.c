@@ -195,7 +195,7 @@ static fk_status cuda_rope_store_kv(backend *b, void *qkv, const int32_t *positi
 }
 
 /* Decode splits: about six (split, KV head, sequence) blocks per SM (two or three are resident at a time, so the
- * last wave is short), each split at least 256 keys. Bounded so that the scratch below always suffices:
+ * last wave is short), each split at least one 64-key chunk. Bounded so that the scratch below always suffices:
  * n_seqs * n_splits <= DECODE_BLOCKS_PER_SM * SMs / Hkv + n_seqs. */
 #define DECODE_BLOCKS_PER_SM 6
 
@@ -203,7 +203,7 @@ static int decode_splits(const cuda_backend *cb, int n_seqs, int n_kv_heads, int
 {
     const int target = DECODE_BLOCKS_PER_SM * cb->n_sms;
     int by_fill = (target + n_seqs * n_kv_heads - 1) / (n_seqs * n_kv_heads);
-    int by_length = (max_context + 255) / 256;
+    int by_length = (max_context + 63) / 64;
     int s = by_fill < by_length ? by_fill : by_length;
     return s < 1 ? 1 : s;
 }
