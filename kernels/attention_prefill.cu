@@ -9,6 +9,16 @@
 #include "common.cuh"
 #include "kernels.h"
 
+// Occupancy knobs (kernels/bench times the variants): K/V stages on sm_80+ (2: the next tile loads while this one
+// is used; 1: less shared memory, so more blocks per SM hide the loads instead) and the blocks per SM the register
+// budget must allow.
+#ifndef FK_PREFILL_STAGES
+#define FK_PREFILL_STAGES 2
+#endif
+#ifndef FK_PREFILL_MIN_BLOCKS
+#define FK_PREFILL_MIN_BLOCKS 2
+#endif
+
 namespace {
 
 constexpr int BQ = 64;      // queries per block
@@ -48,7 +58,8 @@ __device__ __forceinline__ void load_kv_tile(const k_attn_args &a, const int32_t
 }
 
 template <int D, bool DOUBLE_BUFFER>
-__global__ void __launch_bounds__(THREADS) attention_prefill_kernel(k_attn_args a, const int2 *tiles)
+__global__ void __launch_bounds__(THREADS, FK_PREFILL_MIN_BLOCKS) attention_prefill_kernel(k_attn_args a,
+                                                                                         const int2 *tiles)
 {
     using L = tile_layout<D>;
     constexpr int STRIDE = L::STRIDE;
@@ -214,10 +225,11 @@ template <int D> cudaError_t launch(const k_attn_args *a, const int32_t *tiles, 
             return e;
     }
     const dim3 grid(n_tiles, a->n_heads);
-    cudaError_t e = major >= 8 ? configure_once<D, true>() : configure_once<D, false>();
+    const bool double_buffer = major >= 8 && FK_PREFILL_STAGES == 2;
+    cudaError_t e = double_buffer ? configure_once<D, true>() : configure_once<D, false>();
     if (e != cudaSuccess)
         return e;
-    if (major >= 8)
+    if (double_buffer)
         attention_prefill_kernel<D, true><<<grid, THREADS, tile_layout<D>::bytes(true), stream>>>(*a, (const int2 *)tiles);
     else
         attention_prefill_kernel<D, false><<<grid, THREADS, tile_layout<D>::bytes(false), stream>>>(*a, (const int2 *)tiles);
