@@ -8,6 +8,11 @@
 #include "common.cuh"
 #include "kernels.h"
 
+// Blocks per SM the register budget must allow (kernels/bench times the choices).
+#ifndef FK_DECODE_MIN_BLOCKS
+#define FK_DECODE_MIN_BLOCKS 2
+#endif
+
 namespace {
 
 constexpr int THREADS = 256;
@@ -46,7 +51,7 @@ __device__ __forceinline__ void load_chunk(const k_attn_args &a, const int32_t *
 }
 
 template <int D, int G>
-__global__ void __launch_bounds__(THREADS) decode_split_kernel(k_attn_args a, int split_len, int n_splits,
+__global__ void __launch_bounds__(THREADS, FK_DECODE_MIN_BLOCKS) decode_split_kernel(k_attn_args a, int split_len, int n_splits,
                                                                float *partial)
 {
     constexpr int STRIDE = decode_layout<D>::STRIDE;
