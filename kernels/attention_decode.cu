@@ -8,9 +8,13 @@
 #include "common.cuh"
 #include "kernels.h"
 
-// Blocks per SM the register budget must allow (kernels/bench times the choices).
+// Blocks per SM the register budget must allow, and K/V chunks in flight per block (kernels/bench times the choices;
+// on an H200, 3 blocks per SM spill registers and run at half the speed of 2).
 #ifndef FK_DECODE_MIN_BLOCKS
 #define FK_DECODE_MIN_BLOCKS 2
+#endif
+#ifndef FK_DECODE_STAGES
+#define FK_DECODE_STAGES 3
 #endif
 
 namespace {
@@ -19,10 +23,10 @@ constexpr int THREADS = 256;
 constexpr int CHUNK = 64; // keys per shared-memory stage
 constexpr int MAX_G = 8;  // query heads per KV head
 
-template <int D> struct decode_layout {
+template <int D, int STAGES> struct decode_layout {
     static constexpr int STRIDE = D + 8; // halves per row: +16 bytes spreads rows over the banks
     static constexpr size_t stage_halves = 2 * (size_t)CHUNK * STRIDE; // K then V
-    static constexpr size_t bytes = 2 * stage_halves * sizeof(__half);
+    static constexpr size_t bytes = STAGES * stage_halves * sizeof(__half);
 };
 
 // Per split: o[D] (unnormalized), then max and sum.
@@ -36,7 +40,7 @@ template <int D>
 __device__ __forceinline__ void load_chunk(const k_attn_args &a, const int32_t *blocks, int kvh, int c0, int c1,
                                            __half *stage)
 {
-    constexpr int STRIDE = decode_layout<D>::STRIDE, PIECES = D / 8;
+    constexpr int STRIDE = decode_layout<D, 1>::STRIDE, PIECES = D / 8;
     __half *sk = stage, *sv = stage + CHUNK * STRIDE;
     for (int i = threadIdx.x; i < CHUNK * PIECES; i += THREADS) {
         const int r = i / PIECES, c = (i % PIECES) * 8, key = c0 + r;
@@ -50,11 +54,13 @@ __device__ __forceinline__ void load_chunk(const k_attn_args &a, const int32_t *
     cp_async_commit();
 }
 
-template <int D, int G>
-__global__ void __launch_bounds__(THREADS, FK_DECODE_MIN_BLOCKS) decode_split_kernel(k_attn_args a, int split_len, int n_splits,
+// G = 8 keeps 128 floats of q and accumulators per thread: it gets the registers of one block per SM.
+template <int D, int G, int STAGES>
+__global__ void __launch_bounds__(THREADS, G >= 8 ? 1 : FK_DECODE_MIN_BLOCKS) decode_split_kernel(k_attn_args a, int split_len, int n_splits,
                                                                float *partial)
 {
-    constexpr int STRIDE = decode_layout<D>::STRIDE;
+    using L = decode_layout<D, STAGES>;
+    constexpr int STRIDE = L::STRIDE;
     // Scores: each thread holds QD columns of q for all G heads (G * QD <= 64 registers) and reads them from a key
     // row; TPK threads share a row and sum their partial dots with log2(TPK) shuffles.
     constexpr int QD = 64 / G < D ? 64 / G : D;
@@ -66,7 +72,7 @@ __global__ void __launch_bounds__(THREADS, FK_DECODE_MIN_BLOCKS) decode_split_ke
     extern __shared__ __align__(16) __half stages[];
     __shared__ float scores[G][CHUNK];
     __shared__ float run_max[G], run_sum[G], rescale[G];
-    static_assert(THREADS / 32 * G * D * sizeof(float) <= decode_layout<D>::bytes, "reduce fits in the stages");
+    static_assert(THREADS / 32 * G * D * sizeof(float) <= L::bytes, "reduce fits in the stages");
 
     const int split = blockIdx.x, kvh = blockIdx.y, seq = blockIdx.z;
     const int ctx = a.context_len[seq], tok = a.query_start[seq];
@@ -74,8 +80,16 @@ __global__ void __launch_bounds__(THREADS, FK_DECODE_MIN_BLOCKS) decode_split_ke
     const int32_t *blocks = a.block_tables + (size_t)seq * a.max_blocks;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
 
-    if (k_begin < k_end)
-        load_chunk<D>(a, blocks, kvh, k_begin, k_end, stages);
+    // The first STAGES - 1 chunks start loading now; every iteration starts one more. A group is committed even
+    // when there is nothing left to load, so "all but the newest STAGES - 1 groups are done" always means this
+    // iteration's chunk has arrived.
+    const int n_chunks = (k_end - k_begin + CHUNK - 1) / CHUNK;
+    for (int c = 0; c < STAGES - 1; c++) {
+        if (c < n_chunks)
+            load_chunk<D>(a, blocks, kvh, k_begin + c * CHUNK, k_end, stages + c * L::stage_halves);
+        else
+            cp_async_commit();
+    }
 
     const int key_lane = threadIdx.x / TPK, qcol = (threadIdx.x % TPK) * QD;
     const __half *q = (const __half *)a.qkv + (size_t)tok * (a.n_heads + 2 * a.n_kv_heads) * D;
@@ -102,16 +116,16 @@ __global__ void __launch_bounds__(THREADS, FK_DECODE_MIN_BLOCKS) decode_split_ke
         for (int i = 0; i < 8; i++)
             acc[g][i] = 0;
 
-    const int n_chunks = (k_end - k_begin + CHUNK - 1) / CHUNK;
     for (int ch = 0; ch < n_chunks; ch++) {
         const int c0 = k_begin + ch * CHUNK, c1 = min(k_end, c0 + CHUNK);
-        const __half *stage = stages + (ch & 1) * decode_layout<D>::stage_halves;
-        if (ch + 1 < n_chunks) {
-            load_chunk<D>(a, blocks, kvh, c0 + CHUNK, k_end, stages + ((ch + 1) & 1) * decode_layout<D>::stage_halves);
-            cp_async_wait<1>();
-        } else {
-            cp_async_wait<0>();
-        }
+        const __half *stage = stages + (ch % STAGES) * L::stage_halves;
+        const int next = ch + STAGES - 1; // into the stage chunk ch - 1 used, which every thread is done with
+        if (next < n_chunks)
+            load_chunk<D>(a, blocks, kvh, k_begin + next * CHUNK, k_end,
+                          stages + (next % STAGES) * L::stage_halves);
+        else
+            cp_async_commit();
+        cp_async_wait<STAGES - 1>();
         __syncthreads();
         const __half *sk = stage, *sv = stage + CHUNK * STRIDE;
 
@@ -238,18 +252,19 @@ template <int D> __global__ void decode_merge_kernel(k_attn_args a, int n_splits
     ((__half *)a.out)[((size_t)a.query_start[seq] * a.n_heads + h) * D + d] = __float2half(num / den);
 }
 
-template <int D, int G>
+template <int D, int G, int STAGES>
 cudaError_t launch(const k_attn_args *a, int split_len, int n_splits, float *scratch, cudaStream_t stream)
 {
+    using L = decode_layout<D, STAGES>;
     static bool configured; // the shared-memory opt-in, once per instantiation
     if (!configured) {
-        cudaError_t e = cudaFuncSetAttribute(decode_split_kernel<D, G>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                             (int)decode_layout<D>::bytes);
+        cudaError_t e = cudaFuncSetAttribute(decode_split_kernel<D, G, STAGES>,
+                                             cudaFuncAttributeMaxDynamicSharedMemorySize, (int)L::bytes);
         if (e != cudaSuccess)
             return e;
         configured = true;
     }
-    decode_split_kernel<D, G><<<dim3(n_splits, a->n_kv_heads, a->n_seqs), THREADS, decode_layout<D>::bytes, stream>>>(
+    decode_split_kernel<D, G, STAGES><<<dim3(n_splits, a->n_kv_heads, a->n_seqs), THREADS, L::bytes, stream>>>(
         *a, split_len, n_splits, scratch);
     if (n_splits > 1) {
         cudaError_t e = cudaGetLastError();
@@ -260,13 +275,30 @@ cudaError_t launch(const k_attn_args *a, int split_len, int n_splits, float *scr
     FK_LAUNCH_CHECK();
 }
 
+// Stages in flight need cp.async, which the code has only when compiled for sm_80 or later: the choice follows the
+// architecture the kernels were built for (so the compute_75 PTX build runs Turing's configuration anywhere).
+template <int D, int G> cudaError_t launch_stages(const k_attn_args *a, int split_len, int n_splits, float *scratch,
+                                                  cudaStream_t s)
+{
+    static int ptx = -1;
+    if (ptx < 0) {
+        cudaFuncAttributes attr;
+        cudaError_t e = cudaFuncGetAttributes(&attr, decode_merge_kernel<64>);
+        if (e != cudaSuccess)
+            return e;
+        ptx = attr.ptxVersion;
+    }
+    return ptx >= 80 ? launch<D, G, FK_DECODE_STAGES>(a, split_len, n_splits, scratch, s)
+                     : launch<D, G, 1>(a, split_len, n_splits, scratch, s);
+}
+
 template <int D> cudaError_t launch_g(const k_attn_args *a, int split_len, int n_splits, float *scratch, cudaStream_t s)
 {
     switch (a->n_heads / a->n_kv_heads) {
-    case 1: return launch<D, 1>(a, split_len, n_splits, scratch, s);
-    case 2: return launch<D, 2>(a, split_len, n_splits, scratch, s);
-    case 4: return launch<D, 4>(a, split_len, n_splits, scratch, s);
-    case 8: return launch<D, 8>(a, split_len, n_splits, scratch, s);
+    case 1: return launch_stages<D, 1>(a, split_len, n_splits, scratch, s);
+    case 2: return launch_stages<D, 2>(a, split_len, n_splits, scratch, s);
+    case 4: return launch_stages<D, 4>(a, split_len, n_splits, scratch, s);
+    case 8: return launch_stages<D, 8>(a, split_len, n_splits, scratch, s);
     default: return cudaErrorInvalidValue;
     }
 }

@@ -216,18 +216,18 @@ template <int D, bool DOUBLE_BUFFER> cudaError_t configure_once()
 
 template <int D> cudaError_t launch(const k_attn_args *a, const int32_t *tiles, int n_tiles, cudaStream_t stream)
 {
-    // Double buffering needs cp.async (sm_80+) and more than Turing's 64 KB for D = 128.
-    static int major = -1;
-    if (major < 0) {
-        int device;
-        cudaError_t e = cudaGetDevice(&device);
-        if (e == cudaSuccess)
-            e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
+    // Double buffering needs cp.async, which the code has only when compiled for sm_80 or later: the choice follows
+    // the architecture the kernels were built for (so the compute_75 PTX build runs Turing's configuration anywhere).
+    static int ptx = -1;
+    if (ptx < 0) {
+        cudaFuncAttributes attr;
+        cudaError_t e = cudaFuncGetAttributes(&attr, attention_prefill_kernel<D, false>);
         if (e != cudaSuccess)
             return e;
+        ptx = attr.ptxVersion;
     }
     const dim3 grid(n_tiles, a->n_heads);
-    const bool double_buffer = major >= 8 && FK_PREFILL_STAGES == 2;
+    const bool double_buffer = ptx >= 80 && FK_PREFILL_STAGES == 2;
     cudaError_t e = double_buffer ? configure_once<D, true>() : configure_once<D, false>();
     if (e != cudaSuccess)
         return e;
