@@ -1,32 +1,30 @@
-// attention_decode.cu — attention for one query per sequence (decode) over the paged KV cache, flash-decoding:
-// the context is cut into splits; a block takes one (split, KV head, sequence) and all G = H / Hkv query heads that
-// share that KV head, so each K/V byte is read once. The split is streamed in chunks of 64 keys: K and V rows are
-// gathered through the block table into shared memory with cp.async, two chunks in flight (one being computed, the
-// next loading), which is what keeps enough bytes in flight to run at memory speed. Scores and an online softmax are
-// in fp32. Per split the block stores its unnormalized output, max and sum; a second kernel merges the splits.
-// Turing (sm_75) has no cp.async: the same code loads synchronously.
+// attention_decode.cu — attention for one query per sequence (decode) over the paged KV cache, flash-decoding on
+// tensor cores. The context is cut into splits; a block takes one (split, KV head, sequence). The G = H / Hkv query
+// heads that share the KV head are the rows of one 16-row MMA tile (rows G..15 are zero), so each K/V byte is read
+// once for all of them. The split is streamed in chunks of 64 keys gathered through the block table into shared
+// memory with cp.async, STAGES chunks in flight; warp w takes keys 16w .. 16w + 15 of every chunk and keeps its own
+// online-softmax state (S = Q K^T and O += P V on mma.sync, fp16 in, fp32 accumulate), and the four warps' states
+// are merged at the end. Per split the block stores its unnormalized output, max and sum; a second kernel merges
+// the splits. Turing (sm_75) has no cp.async: one stage, loaded synchronously, m16n8k8 (common.cuh).
 #include "common.cuh"
 #include "kernels.h"
 
-// Blocks per SM the register budget must allow, and K/V chunks in flight per block (kernels/bench times the choices;
-// on an H200, 3 blocks per SM spill registers and run at half the speed of 2).
-#ifndef FK_DECODE_MIN_BLOCKS
-#define FK_DECODE_MIN_BLOCKS 2
-#endif
+// K/V chunks in flight per block on sm_80+ (kernels/bench times the choices).
 #ifndef FK_DECODE_STAGES
 #define FK_DECODE_STAGES 3
 #endif
 
 namespace {
 
-constexpr int THREADS = 256;
-constexpr int CHUNK = 64; // keys per shared-memory stage
-constexpr int MAX_G = 8;  // query heads per KV head
+constexpr int THREADS = 128;  // 4 warps
+constexpr int CHUNK = 64;     // keys per shared-memory stage: 16 per warp
+constexpr int MAX_G = 16;     // query heads per KV head: one MMA tile of rows
 
 template <int D, int STAGES> struct decode_layout {
-    static constexpr int STRIDE = D + 8; // halves per row: +16 bytes spreads rows over the banks
+    static constexpr int STRIDE = D + 8; // halves per row: +16 bytes keeps ldmatrix rows in distinct banks
+    static constexpr size_t q_halves = 16 * (size_t)STRIDE;
     static constexpr size_t stage_halves = 2 * (size_t)CHUNK * STRIDE; // K then V
-    static constexpr size_t bytes = STAGES * stage_halves * sizeof(__half);
+    static constexpr size_t bytes = (q_halves + STAGES * stage_halves) * sizeof(__half);
 };
 
 // Per split: o[D] (unnormalized), then max and sum.
@@ -35,12 +33,12 @@ template <int D> __host__ __device__ constexpr int partial_floats()
     return D + 2;
 }
 
-// Starts loading keys c0 .. c0 + CHUNK - 1 (those < c1) of one KV head into a stage (K rows, then V rows).
+// Starts loading keys c0 .. c0 + CHUNK - 1 (those < c1; the rest zero) of one KV head into a stage.
 template <int D>
 __device__ __forceinline__ void load_chunk(const k_attn_args &a, const int32_t *blocks, int kvh, int c0, int c1,
                                            __half *stage)
 {
-    constexpr int STRIDE = decode_layout<D, 1>::STRIDE, PIECES = D / 8;
+    constexpr int STRIDE = D + 8, PIECES = D / 8;
     __half *sk = stage, *sv = stage + CHUNK * STRIDE;
     for (int i = threadIdx.x; i < CHUNK * PIECES; i += THREADS) {
         const int r = i / PIECES, c = (i % PIECES) * 8, key = c0 + r;
@@ -49,40 +47,32 @@ __device__ __forceinline__ void load_chunk(const k_attn_args &a, const int32_t *
                 (((size_t)blocks[key / a.block_size] * a.n_kv_heads + kvh) * a.block_size + key % a.block_size) * D + c;
             copy16_async(sk + r * STRIDE + c, (const __half *)a.k_cache + at);
             copy16_async(sv + r * STRIDE + c, (const __half *)a.v_cache + at);
+        } else {
+            *reinterpret_cast<uint4 *>(sk + r * STRIDE + c) = make_uint4(0, 0, 0, 0);
+            *reinterpret_cast<uint4 *>(sv + r * STRIDE + c) = make_uint4(0, 0, 0, 0);
         }
     }
     cp_async_commit();
 }
 
-// G = 8 keeps 128 floats of q and accumulators per thread: it gets the registers of one block per SM.
-template <int D, int G, int STAGES>
-__global__ void __launch_bounds__(THREADS, G >= 8 ? 1 : FK_DECODE_MIN_BLOCKS) decode_split_kernel(k_attn_args a, int split_len, int n_splits,
+template <int D, int STAGES>
+__global__ void __launch_bounds__(THREADS) decode_split_kernel(k_attn_args a, int split_len, int n_splits,
                                                                float *partial)
 {
     using L = decode_layout<D, STAGES>;
     constexpr int STRIDE = L::STRIDE;
-    // Scores: each thread holds QD columns of q for all G heads (G * QD <= 64 registers) and reads them from a key
-    // row; TPK threads share a row and sum their partial dots with log2(TPK) shuffles.
-    constexpr int QD = 64 / G < D ? 64 / G : D;
-    constexpr int TPK = D / QD;
-    constexpr int KEYS_PER_PASS = THREADS / TPK;
-    // O += p V: each thread owns 8 columns and every VLANES-th key.
-    constexpr int VTPR = D / 8; // threads per V row
-    constexpr int VLANES = THREADS / VTPR;
-    extern __shared__ __align__(16) __half stages[];
-    __shared__ float scores[G][CHUNK];
-    __shared__ float run_max[G], run_sum[G], rescale[G];
-    static_assert(THREADS / 32 * G * D * sizeof(float) <= L::bytes, "reduce fits in the stages");
+    extern __shared__ __align__(16) __half smem[];
+    __half *sq = smem, *stages = smem + L::q_halves;
 
     const int split = blockIdx.x, kvh = blockIdx.y, seq = blockIdx.z;
+    const int G = a.n_heads / a.n_kv_heads;
     const int ctx = a.context_len[seq], tok = a.query_start[seq];
     const int k_begin = split * split_len, k_end = min(ctx, k_begin + split_len);
     const int32_t *blocks = a.block_tables + (size_t)seq * a.max_blocks;
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
 
-    // The first STAGES - 1 chunks start loading now; every iteration starts one more. A group is committed even
-    // when there is nothing left to load, so "all but the newest STAGES - 1 groups are done" always means this
-    // iteration's chunk has arrived.
+    // The first STAGES - 1 chunks start loading; a group is committed even when there is nothing left to load, so
+    // "all but the newest STAGES - 1 groups are done" always means this iteration's chunk has arrived.
     const int n_chunks = (k_end - k_begin + CHUNK - 1) / CHUNK;
     for (int c = 0; c < STAGES - 1; c++) {
         if (c < n_chunks)
@@ -90,146 +80,140 @@ __global__ void __launch_bounds__(THREADS, G >= 8 ? 1 : FK_DECODE_MIN_BLOCKS) de
         else
             cp_async_commit();
     }
+    // Q: the G heads of this KV head as rows 0..G-1, pre-scaled by scale * log2(e); the other rows zero.
+    const float scale_log2 = a.scale * 1.4426950408889634f;
+    const __half *q = (const __half *)a.qkv + (size_t)tok * (a.n_heads + 2 * a.n_kv_heads) * D + (size_t)kvh * G * D;
+    for (int i = threadIdx.x; i < 16 * D / 2; i += THREADS) {
+        const int r = i / (D / 2), c = (i % (D / 2)) * 2;
+        const float2 v = r < G ? __half22float2(*reinterpret_cast<const __half2 *>(q + (size_t)r * D + c))
+                               : make_float2(0, 0);
+        *reinterpret_cast<__half2 *>(sq + r * STRIDE + c) = __floats2half2_rn(v.x * scale_log2, v.y * scale_log2);
+    }
+    __syncthreads();
+    uint32_t qf[D / 16][4];
+#pragma unroll
+    for (int kk = 0; kk < D / 16; kk++)
+        ldmatrix_x4(qf[kk], sq + (lane % 16) * STRIDE + kk * 16 + (lane / 16) * 8);
 
-    const int key_lane = threadIdx.x / TPK, qcol = (threadIdx.x % TPK) * QD;
-    const __half *q = (const __half *)a.qkv + (size_t)tok * (a.n_heads + 2 * a.n_kv_heads) * D;
-    float qr[G][QD]; // pre-scaled
+    float o[D / 8][4];
 #pragma unroll
-    for (int g = 0; g < G; g++)
-#pragma unroll
-        for (int c = 0; c < QD; c += 8) {
-            half8 v;
-            v.u = *reinterpret_cast<const uint4 *>(q + (size_t)(kvh * G + g) * D + qcol + c);
-#pragma unroll
-            for (int i = 0; i < 4; i++) {
-                const float2 f = __half22float2(v.h2[i]);
-                qr[g][c + 2 * i] = f.x * a.scale, qr[g][c + 2 * i + 1] = f.y * a.scale;
-            }
-        }
-    if (threadIdx.x < G)
-        run_max[threadIdx.x] = -INFINITY, run_sum[threadIdx.x] = 0;
-    const int vlane = threadIdx.x / VTPR, vcol = (threadIdx.x % VTPR) * 8;
-    float acc[G][8];
-#pragma unroll
-    for (int g = 0; g < G; g++)
-#pragma unroll
-        for (int i = 0; i < 8; i++)
-            acc[g][i] = 0;
+    for (int j = 0; j < D / 8; j++)
+        o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0;
+    float m[2] = {-INFINITY, -INFINITY}, l[2] = {0, 0}; // rows g and g + 8
 
     for (int ch = 0; ch < n_chunks; ch++) {
-        const int c0 = k_begin + ch * CHUNK, c1 = min(k_end, c0 + CHUNK);
-        const __half *stage = stages + (ch % STAGES) * L::stage_halves;
-        const int next = ch + STAGES - 1; // into the stage chunk ch - 1 used, which every thread is done with
+        const int c0 = k_begin + ch * CHUNK;
+        const int next = ch + STAGES - 1; // into the stage chunk ch - 1 used, which every warp is done with
         if (next < n_chunks)
-            load_chunk<D>(a, blocks, kvh, k_begin + next * CHUNK, k_end,
-                          stages + (next % STAGES) * L::stage_halves);
+            load_chunk<D>(a, blocks, kvh, k_begin + next * CHUNK, k_end, stages + (next % STAGES) * L::stage_halves);
         else
             cp_async_commit();
         cp_async_wait<STAGES - 1>();
         __syncthreads();
-        const __half *sk = stage, *sv = stage + CHUNK * STRIDE;
+        const __half *sk = stages + (ch % STAGES) * L::stage_halves + warp * 16 * STRIDE; // this warp's 16 keys
+        const __half *sv = sk + CHUNK * STRIDE;
 
-        // Whole warps take rows (32 / TPK rows each), so the shuffles below are warp-uniform.
-        for (int r = key_lane; r < CHUNK; r += KEYS_PER_PASS) {
-            float dot[G];
+        // S = Q K^T for this warp's 16 keys: two n-tiles of 8.
+        float s[2][4] = {{0, 0, 0, 0}, {0, 0, 0, 0}};
 #pragma unroll
-            for (int g = 0; g < G; g++)
-                dot[g] = 0;
-#pragma unroll
-            for (int c = 0; c < QD; c += 8) {
-                half8 kv;
-                kv.u = *reinterpret_cast<const uint4 *>(sk + r * STRIDE + qcol + c);
-#pragma unroll
-                for (int i = 0; i < 4; i++) {
-                    const float2 f = __half22float2(kv.h2[i]);
-#pragma unroll
-                    for (int g = 0; g < G; g++)
-                        dot[g] += qr[g][c + 2 * i] * f.x + qr[g][c + 2 * i + 1] * f.y;
-                }
-            }
-#pragma unroll
-            for (int g = 0; g < G; g++) {
-#pragma unroll
-                for (int o = TPK / 2; o > 0; o >>= 1)
-                    dot[g] += __shfl_xor_sync(0xffffffffu, dot[g], o);
-                if (threadIdx.x % TPK == 0)
-                    scores[g][r] = c0 + r < c1 ? dot[g] : -INFINITY;
-            }
+        for (int kk = 0; kk < D / 16; kk++) {
+            uint32_t b[4];
+            ldmatrix_x4(b, sk + (lane % 8 + (lane / 16) * 8) * STRIDE + kk * 16 + ((lane / 8) % 2) * 8);
+            mma_16816(s[0], qf[kk], b);
+            mma_16816(s[1], qf[kk], b + 2);
         }
-        __syncthreads();
-
-        // Online softmax per head (warp w takes heads w, w + 8): new running max, rescale factor, p, sum.
-        for (int g = warp; g < G; g += THREADS / 32) {
-            float mx = fmaxf(scores[g][lane], scores[g][lane + 32]);
-            mx = fmaxf(warp_max(mx), run_max[g]);
-            const float p0 = __expf(scores[g][lane] - mx), p1 = __expf(scores[g][lane + 32] - mx);
-            scores[g][lane] = p0, scores[g][lane + 32] = p1;
-            const float sum = warp_sum(p0 + p1);
-            __syncwarp();
-            if (lane == 0) {
-                const float r = __expf(run_max[g] - mx); // 0 on the first chunk (run_max = -inf)
-                rescale[g] = r;
-                run_sum[g] = run_sum[g] * r + sum;
-                run_max[g] = mx;
+        // Keys past the split's end (zero-filled) must not count.
+        float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+        for (int j = 0; j < 2; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int key = c0 + warp * 16 + j * 8 + 2 * t + (e & 1);
+                if (key >= k_end)
+                    s[j][e] = -INFINITY;
+                mx[e >> 1] = fmaxf(mx[e >> 1], s[j][e]);
             }
+        float corr[2], base[2];
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
+            mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+            const float m_new = fmaxf(m[r], mx[r]);
+            base[r] = m_new == -INFINITY ? 0.0f : m_new;
+            corr[r] = exp2f(m[r] - base[r]);
+            m[r] = m_new;
+            l[r] *= corr[r];
         }
-        __syncthreads();
-
 #pragma unroll
-        for (int g = 0; g < G; g++)
-#pragma unroll
-            for (int i = 0; i < 8; i++)
-                acc[g][i] *= rescale[g];
-        for (int r = vlane; r < c1 - c0; r += VLANES) {
-            half8 vv;
-            vv.u = *reinterpret_cast<const uint4 *>(sv + r * STRIDE + vcol);
-            float vf[8];
-#pragma unroll
-            for (int i = 0; i < 4; i++) {
-                const float2 f = __half22float2(vv.h2[i]);
-                vf[2 * i] = f.x, vf[2 * i + 1] = f.y;
-            }
-#pragma unroll
-            for (int g = 0; g < G; g++) {
-                const float p = scores[g][r];
-#pragma unroll
-                for (int i = 0; i < 8; i++)
-                    acc[g][i] += p * vf[i];
-            }
+        for (int j = 0; j < D / 8; j++) {
+            o[j][0] *= corr[0], o[j][1] *= corr[0];
+            o[j][2] *= corr[1], o[j][3] *= corr[1];
         }
-        __syncthreads(); // the stage and the scores are rewritten next
+        uint32_t p[4];
+#pragma unroll
+        for (int j = 0; j < 2; j++) {
+            const float p0 = exp2f(s[j][0] - base[0]), p1 = exp2f(s[j][1] - base[0]);
+            const float p2 = exp2f(s[j][2] - base[1]), p3 = exp2f(s[j][3] - base[1]);
+            l[0] += p0 + p1;
+            l[1] += p2 + p3;
+            p[j * 2 + 0] = pack_half2(p0, p1);
+            p[j * 2 + 1] = pack_half2(p2, p3);
+        }
+        // O += P V over the 16 keys.
+#pragma unroll
+        for (int dn = 0; dn < D / 16; dn++) {
+            uint32_t b[4];
+            ldmatrix_x4_trans(b, sv + (lane % 8 + ((lane / 8) % 2) * 8) * STRIDE + dn * 16 + (lane / 16) * 8);
+            mma_16816(o[2 * dn], p, b);
+            mma_16816(o[2 * dn + 1], p, b + 2);
+        }
+        __syncthreads(); // the stage is refilled STAGES - 1 iterations on
     }
 
-    // Sum the key lanes: first the ones that share a warp (shuffles), then the warps, in the stages' memory (free
-    // now; the loop ended on a barrier).
+    // Merge the four warps' states, row by row, in the stages' memory (free now: the loop ended on a barrier, and a
+    // block with no chunk never touched it).
 #pragma unroll
-    for (int g = 0; g < G; g++)
+    for (int r = 0; r < 2; r++) {
+        l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
+        l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
+    }
+    static_assert((4 * 16 * D + 2 * 4 * 16) * sizeof(float) <= STAGES * L::stage_halves * sizeof(__half),
+                  "the merge fits in the stages");
+    float *wo = reinterpret_cast<float *>(stages);   // [4 warps][16 rows][D]
+    float *wm = wo + 4 * 16 * D, *wl = wm + 4 * 16; // [4][16] each
 #pragma unroll
-        for (int i = 0; i < 8; i++)
+    for (int r = 0; r < 2; r++) {
+        const int row = g + r * 8;
 #pragma unroll
-            for (int o = 16; o >= VTPR; o >>= 1)
-                acc[g][i] += __shfl_xor_sync(0xffffffffu, acc[g][i], o);
-    float(*reduce)[G][D] = reinterpret_cast<float(*)[G][D]>(stages);
-    if (lane < VTPR)
-#pragma unroll
-        for (int g = 0; g < G; g++)
-#pragma unroll
-            for (int i = 0; i < 8; i++)
-                reduce[warp][g][vcol + i] = acc[g][i];
+        for (int j = 0; j < D / 8; j++) {
+            wo[(warp * 16 + row) * D + j * 8 + 2 * t] = o[j][2 * r];
+            wo[(warp * 16 + row) * D + j * 8 + 2 * t + 1] = o[j][2 * r + 1];
+        }
+        if (t == 0)
+            wm[warp * 16 + row] = m[r], wl[warp * 16 + row] = l[r];
+    }
     __syncthreads();
+    const float ln2 = 0.6931471805599453f; // the maxima are in log2 units; partials store natural-log maxima
     for (int i = threadIdx.x; i < G * D; i += THREADS) {
-        const int g = i / D, d = i % D, h = kvh * G + g;
-        float o = 0;
+        const int row = i / D, d = i % D, h = kvh * G + row;
+        float mx = -INFINITY;
 #pragma unroll
-        for (int w = 0; w < THREADS / 32; w++)
-            o += reduce[w][g][d];
+        for (int w = 0; w < 4; w++)
+            mx = fmaxf(mx, wm[w * 16 + row]);
+        float num = 0, den = 0;
+#pragma unroll
+        for (int w = 0; w < 4; w++) {
+            const float wt = wm[w * 16 + row] == -INFINITY ? 0.0f : exp2f(wm[w * 16 + row] - mx);
+            num += wt * wo[(w * 16 + row) * D + d];
+            den += wt * wl[w * 16 + row];
+        }
         if (n_splits == 1) {
-            ((__half *)a.out)[((size_t)tok * a.n_heads + h) * D + d] = __float2half(o / run_sum[g]);
+            ((__half *)a.out)[((size_t)tok * a.n_heads + h) * D + d] = __float2half(num / den);
         } else {
-            float *p = partial + (((size_t)seq * a.n_heads + h) * n_splits + split) * partial_floats<D>();
-            p[d] = o;
+            float *part = partial + (((size_t)seq * a.n_heads + h) * n_splits + split) * partial_floats<D>();
+            part[d] = num;
             if (d == 0)
-                p[D] = run_max[g], p[D + 1] = run_sum[g];
+                part[D] = mx == -INFINITY ? -INFINITY : mx * ln2, part[D + 1] = den;
         }
     }
 }
@@ -252,19 +236,19 @@ template <int D> __global__ void decode_merge_kernel(k_attn_args a, int n_splits
     ((__half *)a.out)[((size_t)a.query_start[seq] * a.n_heads + h) * D + d] = __float2half(num / den);
 }
 
-template <int D, int G, int STAGES>
+template <int D, int STAGES>
 cudaError_t launch(const k_attn_args *a, int split_len, int n_splits, float *scratch, cudaStream_t stream)
 {
     using L = decode_layout<D, STAGES>;
     static bool configured; // the shared-memory opt-in, once per instantiation
     if (!configured) {
-        cudaError_t e = cudaFuncSetAttribute(decode_split_kernel<D, G, STAGES>,
-                                             cudaFuncAttributeMaxDynamicSharedMemorySize, (int)L::bytes);
+        cudaError_t e = cudaFuncSetAttribute(decode_split_kernel<D, STAGES>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             (int)L::bytes);
         if (e != cudaSuccess)
             return e;
         configured = true;
     }
-    decode_split_kernel<D, G, STAGES><<<dim3(n_splits, a->n_kv_heads, a->n_seqs), THREADS, L::bytes, stream>>>(
+    decode_split_kernel<D, STAGES><<<dim3(n_splits, a->n_kv_heads, a->n_seqs), THREADS, L::bytes, stream>>>(
         *a, split_len, n_splits, scratch);
     if (n_splits > 1) {
         cudaError_t e = cudaGetLastError();
@@ -277,8 +261,8 @@ cudaError_t launch(const k_attn_args *a, int split_len, int n_splits, float *scr
 
 // Stages in flight need cp.async, which the code has only when compiled for sm_80 or later: the choice follows the
 // architecture the kernels were built for (so the compute_75 PTX build runs Turing's configuration anywhere).
-template <int D, int G> cudaError_t launch_stages(const k_attn_args *a, int split_len, int n_splits, float *scratch,
-                                                  cudaStream_t s)
+template <int D> cudaError_t launch_stages(const k_attn_args *a, int split_len, int n_splits, float *scratch,
+                                           cudaStream_t s)
 {
     static int ptx = -1;
     if (ptx < 0) {
@@ -288,19 +272,8 @@ template <int D, int G> cudaError_t launch_stages(const k_attn_args *a, int spli
             return e;
         ptx = attr.ptxVersion;
     }
-    return ptx >= 80 ? launch<D, G, FK_DECODE_STAGES>(a, split_len, n_splits, scratch, s)
-                     : launch<D, G, 1>(a, split_len, n_splits, scratch, s);
-}
-
-template <int D> cudaError_t launch_g(const k_attn_args *a, int split_len, int n_splits, float *scratch, cudaStream_t s)
-{
-    switch (a->n_heads / a->n_kv_heads) {
-    case 1: return launch_stages<D, 1>(a, split_len, n_splits, scratch, s);
-    case 2: return launch_stages<D, 2>(a, split_len, n_splits, scratch, s);
-    case 4: return launch_stages<D, 4>(a, split_len, n_splits, scratch, s);
-    case 8: return launch_stages<D, 8>(a, split_len, n_splits, scratch, s);
-    default: return cudaErrorInvalidValue;
-    }
+    return ptx >= 80 ? launch<D, FK_DECODE_STAGES>(a, split_len, n_splits, scratch, s)
+                     : launch<D, 1>(a, split_len, n_splits, scratch, s);
 }
 
 } // namespace
@@ -318,8 +291,8 @@ extern "C" cudaError_t k_attention_decode(const k_attn_args *a, int split_len, i
     if (a->n_heads % a->n_kv_heads || a->n_heads / a->n_kv_heads > MAX_G || split_len < 1 || n_splits < 1)
         return cudaErrorInvalidValue;
     switch (a->head_dim) {
-    case 64: return launch_g<64>(a, split_len, n_splits, (float *)scratch, stream);
-    case 128: return launch_g<128>(a, split_len, n_splits, (float *)scratch, stream);
+    case 64: return launch_stages<64>(a, split_len, n_splits, (float *)scratch, stream);
+    case 128: return launch_stages<128>(a, split_len, n_splits, (float *)scratch, stream);
     default: return cudaErrorInvalidValue;
     }
 }

@@ -54,7 +54,7 @@ cudaError_t k_attention_prefill(const k_attn_args *a, const int32_t *tiles, int 
 
 /* Attention for batches where every sequence has exactly one query (decodes). Long contexts are split into
  * n_splits pieces of split_len keys computed by separate blocks, then merged (flash-decoding). scratch holds
- * k_attention_decode_scratch_bytes(...) bytes. head_dim 64 or 128; H / Hkv <= 8. */
+ * k_attention_decode_scratch_bytes(...) bytes. head_dim 64 or 128; H / Hkv <= 16. */
 cudaError_t k_attention_decode(const k_attn_args *a, int split_len, int n_splits, void *scratch, cudaStream_t stream);
 size_t k_attention_decode_scratch_bytes(int n_seqs, int n_heads, int head_dim, int n_splits);
 

@@ -246,7 +246,7 @@ static fk_status cuda_attention(backend *b, void *out, const void *qkv, const kv
     const int G = n_heads / kv->n_kv_heads;
     if (kv->head_dim != 64 && kv->head_dim != 128)
         return fk_error_set(err, FK_ERR_UNSUPPORTED, "cuda attention: head_dim %d (supported: 64, 128)", kv->head_dim);
-    bool all_decode = ab->n_tokens == ab->n_seqs && (G == 1 || G == 2 || G == 4 || G == 8); /* decode kernel's G */
+    bool all_decode = ab->n_tokens == ab->n_seqs && G <= 16; /* the decode kernel's query heads fit one MMA tile */
     int max_context = 0, n_tiles = 0;
     for (int s = 0; s < ab->n_seqs; s++) {
         const int nq = ab->query_start_host[s + 1] - ab->query_start_host[s];
