@@ -397,6 +397,9 @@ static void test_attention_decode(void **state)
         }
     int nq[1] = {1}, ctx[1] = {4097}; /* one long sequence: many splits to fill the GPU */
     attention_case(1, nq, ctx, 32, 8, 128, 16, true);
+    int nq3[3] = {1, 1, 1}, ctx3[3] = {65, 300, 1000}; /* groups of 6 and 16 query heads per KV head */
+    attention_case(3, nq3, ctx3, 12, 2, 128, 16, true);
+    attention_case(3, nq3, ctx3, 16, 1, 64, 16, true);
 }
 
 int main(void)
