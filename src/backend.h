@@ -40,7 +40,8 @@ typedef struct attn_batch {
     int max_blocks;
     const int32_t *query_start_host; /* host copies of the two above, for launch geometry */
     const int32_t *context_len_host;
-    void *scratch; /* attention_scratch_bytes() of device memory */
+    int max_context; /* >= every context_len: the longest, or a fixed bound when the launch is replayed (graphs) */
+    void *scratch;   /* attention_scratch_bytes() of device memory */
 } attn_batch;
 
 /* A KV cache pool of one layer: [num_blocks][Hkv][B][D] act elements for K and for V. */
@@ -112,6 +113,14 @@ typedef struct backend_ops {
 
     /* out[m][d] = x[rows[i]]. */
     fk_status (*gather_rows)(backend *b, void *out, const void *x, const int32_t *rows, int m, int d, fk_error *err);
+
+    /* Graphs (NULL on backends without them): the ops between capture_begin and capture_end are recorded instead
+     * of run; graph_launch replays them on whatever the device buffers hold then. Recorded ops may not upload or
+     * download. */
+    fk_status (*capture_begin)(backend *b, fk_error *err);
+    fk_status (*capture_end)(backend *b, void **graph, fk_error *err);
+    fk_status (*graph_launch)(backend *b, void *graph, fk_error *err);
+    void (*graph_destroy)(backend *b, void *graph);
 
     /* tokens[r] = the token sampler_pick chooses for logits[r][vocab] with rows[r]: sampling where the logits
      * are, so only token ids need to leave the device. */

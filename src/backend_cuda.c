@@ -20,12 +20,15 @@ typedef struct cuda_backend {
     int n_sms;
     cudaStream_t stream;
     cublasHandle_t blas;
+    void *blas_workspace; /* cuBLAS's, fixed: it must not allocate during graph capture */
     uint16_t *staging; /* host fp16 staging for download_act */
     size_t staging_n;
     struct prefill_tile *tiles; /* host: prefill tiles, built per attention call */
     int32_t *tile_pairs;        /* host: (sequence, first query) of each, as the kernel reads them */
     int tiles_cap;
 } cuda_backend;
+
+#define BLAS_WORKSPACE_BYTES (32u << 20) /* what cuBLAS recommends for Hopper */
 
 typedef struct prefill_tile {
     int32_t seq, q0, position;
@@ -60,6 +63,7 @@ static void cuda_destroy(backend *b)
     cuda_backend *cb = cb_of(b);
     if (cb->blas)
         cublasDestroy(cb->blas);
+    cudaFree(cb->blas_workspace);
     if (cb->stream)
         cudaStreamDestroy(cb->stream);
     free(cb->staging);
@@ -247,20 +251,15 @@ static fk_status cuda_attention(backend *b, void *out, const void *qkv, const kv
     if (kv->head_dim != 64 && kv->head_dim != 128)
         return fk_error_set(err, FK_ERR_UNSUPPORTED, "cuda attention: head_dim %d (supported: 64, 128)", kv->head_dim);
     bool all_decode = ab->n_tokens == ab->n_seqs && G <= 16; /* the decode kernel's query heads fit one MMA tile */
-    int max_context = 0, n_tiles = 0;
-    for (int s = 0; s < ab->n_seqs; s++) {
-        const int nq = ab->query_start_host[s + 1] - ab->query_start_host[s];
-        all_decode &= nq == 1;
-        n_tiles += (nq + 63) / 64;
-        if (ab->context_len_host[s] > max_context)
-            max_context = ab->context_len_host[s];
-    }
-    if (all_decode) {
-        const int n_splits = decode_splits(cb, ab->n_seqs, kv->n_kv_heads, max_context);
-        const int split_len = (max_context + n_splits - 1) / n_splits;
+    if (all_decode) { /* from max_context alone, so that a graph replays the same launch */
+        const int n_splits = decode_splits(cb, ab->n_seqs, kv->n_kv_heads, ab->max_context);
+        const int split_len = (ab->max_context + n_splits - 1) / n_splits;
         return launched(k_attention_decode(&args, split_len, n_splits, ab->scratch, cb->stream), "attention_decode",
                         err);
     }
+    int n_tiles = 0;
+    for (int s = 0; s < ab->n_seqs; s++)
+        n_tiles += (ab->query_start_host[s + 1] - ab->query_start_host[s] + 63) / 64;
     if (n_tiles > cb->tiles_cap) {
         prefill_tile *tiles = realloc(cb->tiles, (size_t)n_tiles * sizeof *tiles);
         if (tiles)
@@ -316,6 +315,38 @@ static fk_status cuda_sample(backend *b, int32_t *tokens, const void *logits, co
                     err);
 }
 
+static fk_status cuda_capture_begin(backend *b, fk_error *err)
+{
+    CUDA_OK(cudaStreamBeginCapture(cb_of(b)->stream, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+    return FK_OK;
+}
+
+static fk_status cuda_capture_end(backend *b, void **graph, fk_error *err)
+{
+    cudaGraph_t g = NULL;
+    cudaGraphExec_t exec = NULL;
+    *graph = NULL;
+    CUDA_OK(cudaStreamEndCapture(cb_of(b)->stream, &g), "cudaStreamEndCapture");
+    cudaError_t e = cudaGraphInstantiate(&exec, g, 0);
+    cudaGraphDestroy(g);
+    if (e != cudaSuccess)
+        return cuda_fail(err, "cudaGraphInstantiate", e);
+    *graph = exec;
+    return FK_OK;
+}
+
+static fk_status cuda_graph_launch(backend *b, void *graph, fk_error *err)
+{
+    CUDA_OK(cudaGraphLaunch((cudaGraphExec_t)graph, cb_of(b)->stream), "cudaGraphLaunch");
+    return FK_OK;
+}
+
+static void cuda_graph_destroy(backend *b, void *graph)
+{
+    (void)b;
+    cudaGraphExecDestroy((cudaGraphExec_t)graph);
+}
+
 static const backend_ops cuda_ops = {
     .name = "cuda",
     .act_size = sizeof(uint16_t),
@@ -337,6 +368,10 @@ static const backend_ops cuda_ops = {
     .silu_mul = cuda_silu_mul,
     .gelu_tanh = cuda_gelu_tanh,
     .gather_rows = cuda_gather_rows,
+    .capture_begin = cuda_capture_begin,
+    .capture_end = cuda_capture_end,
+    .graph_launch = cuda_graph_launch,
+    .graph_destroy = cuda_graph_destroy,
     .sample = cuda_sample,
 };
 
@@ -357,7 +392,10 @@ fk_status backend_cuda_create(backend **out, fk_error *err)
         (e = cudaDeviceGetAttribute(&cb->n_sms, cudaDevAttrMultiProcessorCount, cb->device)) != cudaSuccess ||
         (e = cudaStreamCreateWithFlags(&cb->stream, cudaStreamNonBlocking)) != cudaSuccess)
         s = cuda_fail(err, "device setup", e);
-    else if (cublasCreate(&cb->blas) != CUBLAS_STATUS_SUCCESS || cublasSetStream(cb->blas, cb->stream) != CUBLAS_STATUS_SUCCESS)
+    else if ((e = cudaMalloc(&cb->blas_workspace, BLAS_WORKSPACE_BYTES)) != cudaSuccess)
+        s = cuda_fail(err, "cuBLAS workspace", e);
+    else if (cublasCreate(&cb->blas) != CUBLAS_STATUS_SUCCESS || cublasSetStream(cb->blas, cb->stream) != CUBLAS_STATUS_SUCCESS ||
+             cublasSetWorkspace(cb->blas, cb->blas_workspace, BLAS_WORKSPACE_BYTES) != CUBLAS_STATUS_SUCCESS)
         s = fk_error_set(err, FK_ERR_DEVICE, "cublas: cannot create a handle");
     if (s) {
         cuda_destroy(&cb->base);

@@ -182,7 +182,7 @@ fk_status fk_engine_create(fk_model *m, const fk_engine_params *params, fk_engin
     const model_config *c = &m->cfg;
     const int max_blocks = (p.max_model_len + p.block_size - 1) / p.block_size;
     const int max_tokens = p.max_num_batched_tokens;
-    if ((s = forward_ws_create(m, max_tokens, p.max_num_seqs, max_blocks, p.max_num_seqs, &e->ws, err)) ||
+    if ((s = forward_ws_create(m, max_tokens, p.max_num_seqs, max_blocks, p.max_num_seqs, true, &e->ws, err)) ||
         (s = size_kv_pool(m, &e->p, err)) ||
         (s = kv_cache_create(m->be, c->n_layers, e->p.num_blocks, p.block_size, c->n_kv_heads, c->head_dim, &e->kv,
                              err)) ||

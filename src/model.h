@@ -8,6 +8,14 @@
 #include "model_config.h"
 #include "model_weights.h"
 
+/* A recorded decode pass: replayable while the batch has n_seqs sequences and block tables padded to width. */
+typedef struct forward_graph {
+    int n_seqs, width;
+    void *graph;
+} forward_graph;
+
+#define FORWARD_GRAPHS 64
+
 /* Device buffers for forward passes of up to max_tokens tokens, max_seqs sequences of up to max_blocks blocks,
  * and max_logits logit rows. Allocated once; nothing is allocated per pass. */
 typedef struct forward_ws {
@@ -23,6 +31,11 @@ typedef struct forward_ws {
     int32_t *ids, *positions, *slots, *query_start, *context_len, *block_tables, *logit_rows;
     int32_t *index_dev, *index_host;
     size_t index_cap; /* int32s */
+    /* Decode passes (one token per sequence) replayed as graphs where the backend has them; only for a KV cache
+     * that never moves (the engine's), since a graph keeps the cache's addresses. */
+    bool graphs;
+    forward_graph graph[FORWARD_GRAPHS];
+    int n_graphs;
 } forward_ws;
 
 struct fk_model {
@@ -35,7 +48,7 @@ struct fk_model {
 };
 
 fk_status forward_ws_create(const fk_model *m, int max_tokens, int max_seqs, int max_blocks, int max_logits,
-                            forward_ws **out, fk_error *err);
+                            bool graphs, forward_ws **out, fk_error *err);
 void forward_ws_free(const fk_model *m, forward_ws *ws);
 
 /* Runs the batch through the model, writing K/V into kv and the logits of b->logit_rows into ws->logits on the

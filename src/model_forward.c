@@ -9,7 +9,7 @@
 #include "model.h"
 
 fk_status forward_ws_create(const fk_model *m, int max_tokens, int max_seqs, int max_blocks, int max_logits,
-                            forward_ws **out, fk_error *err)
+                            bool graphs, forward_ws **out, fk_error *err)
 {
     const model_config *c = &m->cfg;
     backend *be = m->be;
@@ -25,7 +25,8 @@ fk_status forward_ws_create(const fk_model *m, int max_tokens, int max_seqs, int
         return fk_error_set(err, FK_ERR_OUT_OF_MEMORY, "out of memory");
     }
     *ws = (forward_ws){.max_tokens = max_tokens, .max_seqs = max_seqs, .max_blocks = max_blocks,
-                       .max_logits = max_logits, .index_host = ws->index_host, .index_cap = index_cap};
+                       .max_logits = max_logits, .index_host = ws->index_host, .index_cap = index_cap,
+                       .graphs = graphs && be->ops->graph_launch};
     struct {
         void **p;
         size_t bytes;
@@ -68,13 +69,15 @@ void forward_ws_free(const fk_model *m, forward_ws *ws)
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         if (all[i])
             m->be->ops->release(m->be, all[i]);
+    for (int i = 0; i < ws->n_graphs; i++)
+        m->be->ops->graph_destroy(m->be, ws->graph[i].graph);
     free(ws->index_host);
     free(ws);
 }
 
-/* Packs the batch's index arrays into one buffer, copies it to the device in one upload, and points ws at the
- * arrays' places in it. */
-static fk_status upload_batch(backend *be, forward_ws *ws, const batch *b, fk_error *err)
+/* Packs the batch's index arrays into one buffer (block-table rows padded to width), copies it to the device in
+ * one upload, and points ws at the arrays' places in it. */
+static fk_status upload_batch(backend *be, forward_ws *ws, const batch *b, int width, fk_error *err)
 {
     struct {
         int32_t **dev;
@@ -86,7 +89,6 @@ static fk_status upload_batch(backend *be, forward_ws *ws, const batch *b, fk_er
         {&ws->slots, b->slot_mapping, (size_t)b->n_tokens},
         {&ws->query_start, b->query_start, (size_t)b->n_seqs + 1},
         {&ws->context_len, b->context_len, (size_t)b->n_seqs},
-        {&ws->block_tables, b->block_tables, (size_t)b->n_seqs * b->max_blocks},
         {&ws->logit_rows, b->logit_rows, (size_t)b->n_logits},
     };
     size_t at = 0;
@@ -94,6 +96,11 @@ static fk_status upload_batch(backend *be, forward_ws *ws, const batch *b, fk_er
         memcpy(ws->index_host + at, parts[i].host, parts[i].n * sizeof(int32_t));
         *parts[i].dev = ws->index_dev + at;
         at += parts[i].n;
+    }
+    ws->block_tables = ws->index_dev + at;
+    for (int s = 0; s < b->n_seqs; s++, at += (size_t)width) {
+        memcpy(ws->index_host + at, b->block_tables + (size_t)s * b->max_blocks, (size_t)b->max_blocks * sizeof(int32_t));
+        memset(ws->index_host + at + b->max_blocks, 0, (size_t)(width - b->max_blocks) * sizeof(int32_t));
     }
     return be->ops->upload(be, ws->index_dev, ws->index_host, at * sizeof(int32_t), err);
 }
@@ -147,7 +154,9 @@ static fk_status check_fits(const forward_ws *ws, const batch *b, fk_error *err)
     return FK_OK;
 }
 
-fk_status model_forward(fk_model *m, forward_ws *ws, const kv_cache *kv, const batch *b, fk_error *err)
+/* The ops of one pass, on the batch ws points at. */
+static fk_status run_layers(fk_model *m, forward_ws *ws, const kv_cache *kv, const batch *b, const attn_batch *ab,
+                            fk_error *err)
 {
     backend *be = m->be;
     const model_config *c = &m->cfg;
@@ -155,18 +164,6 @@ fk_status model_forward(fk_model *m, forward_ws *ws, const kv_cache *kv, const b
     const int n = b->n_tokens, d = c->hidden_size, H = c->n_heads, D = c->head_dim;
     const int qkv_dim = (H + 2 * c->n_kv_heads) * D;
     fk_status s;
-    if ((s = check_fits(ws, b, err)) || (s = upload_batch(be, ws, b, err)))
-        return s;
-    const attn_batch ab = {.n_tokens = n,
-                           .n_seqs = b->n_seqs,
-                           .query_start = ws->query_start,
-                           .context_len = ws->context_len,
-                           .block_tables = ws->block_tables,
-                           .max_blocks = b->max_blocks,
-                           .query_start_host = b->query_start,
-                           .context_len_host = b->context_len,
-                           .scratch = ws->attn_scratch};
-
     if ((s = be->ops->embed(be, ws->residual, w->tok_embed, ws->ids, w->pos_embed, ws->positions, n, d, err)))
         return s;
     const void *sublayer_out = NULL; /* added to the residual by the next norm */
@@ -176,7 +173,7 @@ fk_status model_forward(fk_model *m, forward_ws *ws, const kv_cache *kv, const b
             (s = be->ops->linear(be, ws->qkv, ws->normed, l->qkv_w, l->qkv_b, n, d, qkv_dim, err)) ||
             (s = be->ops->rope_store_kv(be, ws->qkv, ws->positions, w->rope_inv_freq, ws->slots, &kv->layers[i], n,
                                         H, err)) ||
-            (s = be->ops->attention(be, ws->attn, ws->qkv, &kv->layers[i], &ab, H, attention_scale(c, i), err)) ||
+            (s = be->ops->attention(be, ws->attn, ws->qkv, &kv->layers[i], ab, H, attention_scale(c, i), err)) ||
             (s = be->ops->linear(be, ws->proj, ws->attn, l->o_w, l->o_b, n, H * D, d, err)) ||
             (s = add_norm(m, ws->normed, ws->residual, ws->proj, l->norm2_w, l->norm2_b, n, err)) ||
             (s = mlp(m, ws, l, n, err)))
@@ -189,6 +186,77 @@ fk_status model_forward(fk_model *m, forward_ws *ws, const kv_cache *kv, const b
         (s = be->ops->gather_rows(be, ws->last_normed, ws->normed, ws->logit_rows, b->n_logits, d, err)))
         return s;
     return be->ops->linear(be, ws->logits, ws->last_normed, w->lm_head, NULL, b->n_logits, d, c->vocab_size, err);
+}
+
+/* A decode pass of n_seqs sequences over width-block tables, from the cache or recorded now; NULL when the cache is
+ * full (the pass then runs unrecorded). */
+static fk_status decode_graph(fk_model *m, forward_ws *ws, const kv_cache *kv, const batch *b, const attn_batch *ab,
+                              void **graph, fk_error *err)
+{
+    *graph = NULL;
+    for (int i = 0; i < ws->n_graphs; i++)
+        if (ws->graph[i].n_seqs == b->n_seqs && ws->graph[i].width == ab->max_blocks) {
+            *graph = ws->graph[i].graph;
+            return FK_OK;
+        }
+    if (ws->n_graphs == FORWARD_GRAPHS)
+        return FK_OK;
+    backend *be = m->be;
+    fk_status s = be->ops->capture_begin(be, err);
+    if (s)
+        return s;
+    fk_status ran = run_layers(m, ws, kv, b, ab, err);
+    fk_error end_err = {0};
+    s = be->ops->capture_end(be, graph, &end_err); /* always: the stream leaves capture mode */
+    if (ran || s) {
+        if (*graph)
+            be->ops->graph_destroy(be, *graph);
+        *graph = NULL;
+        return ran ? ran : fk_error_set(err, s, "%s", end_err.message);
+    }
+    ws->graph[ws->n_graphs++] = (forward_graph){.n_seqs = b->n_seqs, .width = ab->max_blocks, .graph = *graph};
+    return FK_OK;
+}
+
+/* Block-table width for a recorded pass: the next power of two, so a graph serves while contexts grow. */
+static int padded_width(int max_blocks, int limit)
+{
+    int w = 1;
+    while (w < max_blocks)
+        w *= 2;
+    return w < limit ? w : limit;
+}
+
+fk_status model_forward(fk_model *m, forward_ws *ws, const kv_cache *kv, const batch *b, fk_error *err)
+{
+    fk_status s = check_fits(ws, b, err);
+    if (s)
+        return s;
+    /* A decode pass (one token per sequence) is replayed from a graph: its launches depend only on the number of
+     * sequences and the padded block-table width, which also bounds the context the attention plans for. */
+    const bool graphed = ws->graphs && b->n_tokens == b->n_seqs && b->n_logits == b->n_seqs;
+    const int width = graphed ? padded_width(b->max_blocks, ws->max_blocks) : b->max_blocks;
+    int max_context = 0;
+    for (int i = 0; i < b->n_seqs; i++)
+        max_context = b->context_len[i] > max_context ? b->context_len[i] : max_context;
+    if (graphed)
+        max_context = width * kv->block_size;
+    if ((s = upload_batch(m->be, ws, b, width, err)))
+        return s;
+    const attn_batch ab = {.n_tokens = b->n_tokens,
+                           .n_seqs = b->n_seqs,
+                           .query_start = ws->query_start,
+                           .context_len = ws->context_len,
+                           .block_tables = ws->block_tables,
+                           .max_blocks = width,
+                           .query_start_host = b->query_start,
+                           .context_len_host = b->context_len,
+                           .max_context = max_context,
+                           .scratch = ws->attn_scratch};
+    void *graph = NULL;
+    if (graphed && (s = decode_graph(m, ws, kv, b, &ab, &graph, err)))
+        return s;
+    return graph ? m->be->ops->graph_launch(m->be, graph, err) : run_layers(m, ws, kv, b, &ab, err);
 }
 
 fk_status model_fetch_logits(fk_model *m, forward_ws *ws, int n_rows, float *logits, fk_error *err)
