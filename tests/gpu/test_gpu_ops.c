@@ -346,9 +346,12 @@ static void attention_case(int n_seqs, const int *nq, const int *ctx, int H, int
     const size_t scratch_bytes = gpu->ops->attention_scratch_bytes(gpu, n_tok, n_seqs, H, Hkv, D);
     if (scratch_bytes)
         assert_int_equal(gpu->ops->alloc(gpu, scratch_bytes, &scratch, NULL), FK_OK);
+    int max_ctx = 0;
+    for (int s = 0; s < n_seqs; s++)
+        max_ctx = ctx[s] > max_ctx ? ctx[s] : max_ctx;
     attn_batch cab = {.n_tokens = n_tok, .n_seqs = n_seqs, .query_start = qs32, .context_len = ctx32,
                       .block_tables = tables, .max_blocks = max_blocks, .query_start_host = qs32,
-                      .context_len_host = ctx32};
+                      .context_len_host = ctx32, .max_context = max_ctx};
     attn_batch gab = cab;
     gab.query_start = dqs, gab.context_len = dctx, gab.block_tables = dtables, gab.scratch = scratch;
     float *want = malloc((size_t)n_tok * H * D * 4);
