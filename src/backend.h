@@ -56,7 +56,8 @@ typedef struct kv_pool {
 
 typedef struct backend_ops {
     const char *name;
-    size_t act_size; /* bytes per activation / KV element */
+    size_t act_size;       /* bytes per activation / KV element */
+    const int *head_dims;  /* the head_dim values attention supports, 0-terminated; NULL: any */
 
     void (*destroy)(backend *b);
 

@@ -199,7 +199,7 @@ static fk_status cuda_rope_store_kv(backend *b, void *qkv, const int32_t *positi
 }
 
 /* Decode splits: about six (split, KV head, sequence) blocks per SM (two or three are resident at a time, so the
- * last wave is short), each split at least one 64-key chunk. Bounded so that the scratch below always suffices:
+ * last wave is short), each split at least 256 keys (four chunks: short contexts are not worth a merge). Bounded so that the scratch below always suffices:
  * n_seqs * n_splits <= DECODE_BLOCKS_PER_SM * SMs / Hkv + n_seqs. */
 #define DECODE_BLOCKS_PER_SM 6
 
@@ -207,7 +207,7 @@ static int decode_splits(const cuda_backend *cb, int n_seqs, int n_kv_heads, int
 {
     const int target = DECODE_BLOCKS_PER_SM * cb->n_sms;
     int by_fill = (target + n_seqs * n_kv_heads - 1) / (n_seqs * n_kv_heads);
-    int by_length = (max_context + 63) / 64;
+    int by_length = (max_context + 255) / 256;
     int s = by_fill < by_length ? by_fill : by_length;
     return s < 1 ? 1 : s;
 }
@@ -347,9 +347,12 @@ static void cuda_graph_destroy(backend *b, void *graph)
     cudaGraphExecDestroy((cudaGraphExec_t)graph);
 }
 
+static const int cuda_head_dims[] = {64, 128, 0};
+
 static const backend_ops cuda_ops = {
     .name = "cuda",
     .act_size = sizeof(uint16_t),
+    .head_dims = cuda_head_dims,
     .destroy = cuda_destroy,
     .alloc = cuda_alloc,
     .release = cuda_release,

@@ -82,6 +82,18 @@ static fk_status check_weights_fit(backend *be, const safetensors *st, fk_error 
     return FK_OK;
 }
 
+static fk_status check_head_dim(const backend *be, int head_dim, const char *dir, fk_error *err)
+{
+    const int *ok = be->ops->head_dims;
+    if (!ok)
+        return FK_OK;
+    for (; *ok; ok++)
+        if (*ok == head_dim)
+            return FK_OK;
+    return fk_error_set(err, FK_ERR_UNSUPPORTED, "%s: head_dim %d is not supported by the %s backend (supported: %s)",
+                        dir, head_dim, be->ops->name, "64, 128");
+}
+
 void fk_model_free(fk_model *m)
 {
     if (!m)
@@ -111,6 +123,8 @@ fk_status fk_model_load(const char *dir, const fk_model_params *params, fk_model
     safetensors *st = NULL;
     if ((s = model_config_load(dir, &m->cfg, err)) || (s = safetensors_open_dir(dir, &st, err)) ||
         (s = create_backend(&p, &m->be, err)) || (s = check_weights_fit(m->be, st, err)))
+        goto fail;
+    if ((s = check_head_dim(m->be, m->cfg.head_dim, dir, err)))
         goto fail;
     s = m->cfg.arch == ARCH_LLAMA ? model_llama_load(&m->cfg, st, m->be, &m->w, err)
                                   : model_gpt2_load(&m->cfg, st, m->be, &m->w, err);

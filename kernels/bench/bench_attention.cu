@@ -141,9 +141,9 @@ int main()
         const int split_rows = (6 * prop.multiProcessorCount + Hkv - 1) / Hkv + S;
         void *scratch;
         CHECK(cudaMalloc(&scratch, (size_t)split_rows * k_attention_decode_scratch_bytes(1, H, D, 1)));
-        // The backend's choice (backend_cuda.c decode_splits): about 6 blocks per SM, splits of >= 64 keys.
+        // The backend's choice (backend_cuda.c decode_splits): about 6 blocks per SM, splits of >= 256 keys.
         const int target = 6 * prop.multiProcessorCount;
-        int n_splits = std::min((target + S * Hkv - 1) / (S * Hkv), (ctx + 63) / 64);
+        int n_splits = std::min((target + S * Hkv - 1) / (S * Hkv), (ctx + 255) / 256);
         n_splits = std::max(n_splits, 1);
         const int split_len = (ctx + n_splits - 1) / n_splits;
         const float ms = median_ms([&](int i) {
