@@ -76,13 +76,12 @@ static char *generated_text(const fk_tokenizer *t, const int32_t *prompt, int n_
 int cmd_generate(int argc, char **argv)
 {
     static const struct option options[] = {
-        {"model", required_argument, 0, 'm'},       {"prompt-ids", required_argument, 0, 'p'},
-        {"prompt", required_argument, 0, 'P'},
-        {"max-tokens", required_argument, 0, 'n'},  {"temperature", required_argument, 0, 't'},
-        {"seed", required_argument, 0, 's'},        {"ignore-eos", no_argument, 0, 'e'},
-        {"device", required_argument, 0, 'd'},      {"threads", required_argument, 0, 'j'},
-        {"json", no_argument, 0, 'J'},              {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0},
+        {"model", required_argument, 0, 'm'},       {"prompt", required_argument, 0, 'P'},
+        {"prompt-ids", required_argument, 0, 'p'},  {"max-tokens", required_argument, 0, 'n'},
+        {"temperature", required_argument, 0, 't'}, {"seed", required_argument, 0, 's'},
+        {"ignore-eos", no_argument, 0, 'e'},        {"device", required_argument, 0, 'd'},
+        {"threads", required_argument, 0, 'j'},     {"json", no_argument, 0, 'J'},
+        {"help", no_argument, 0, 'h'},              {0, 0, 0, 0},
     };
     const char *model_dir = cli_default_model(), *prompt_text = NULL;
     int32_t *prompt = NULL;
