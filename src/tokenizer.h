@@ -205,9 +205,6 @@ int tokenizer_regex_next(const pcre2_code *re, pcre2_match_data *md, const char 
 /* Id of the string s[len] in the model vocabulary, or -1. */
 int32_t tokenizer_vocab_find(const fk_tokenizer *t, const char *s, size_t len);
 
-/* Rank and merged id of the pair (left, right); false when the pair does not merge. */
-bool tokenizer_merge_find(const fk_tokenizer *t, int32_t left, int32_t right, uint32_t *rank, int32_t *merged);
-
 /* Scratch memory of BPE for one call. */
 typedef struct tok_bpe_scratch {
     struct tok_symbol *sym;
