@@ -3,7 +3,8 @@
 # Installs only what is missing; uses sudo when not run as root.
 set -eu
 
-PACKAGES="gcc libc6-dev pkg-config meson ninja-build libcjson-dev libcmocka-dev libpcre2-dev"
+# clang, libclang-rt-14-dev (libFuzzer) and libomp-dev: the fuzz build that tests/run-all.sh runs briefly.
+PACKAGES="gcc libc6-dev pkg-config meson ninja-build libcjson-dev libcmocka-dev libpcre2-dev clang libclang-rt-14-dev libomp-dev"
 
 missing=""
 for p in $PACKAGES; do

@@ -25,7 +25,8 @@ fk_status detok_create(const fk_tokenizer *tok, const int32_t *prompt, int n_pro
 fk_status detok_push(detok *d, int32_t id, const char **delta, size_t *delta_len, int *stop_hit, fk_error *err);
 
 /* The sequence ended (length/eos/cancel): returns what is still owed (held-back stop-string prefix; an incomplete
- * UTF-8 tail as U+FFFD). No token may be pushed afterwards. */
+ * UTF-8 tail as U+FFFD). A stop string that only this owed tail completes still ends the text where it starts
+ * (it is not reported: the sequence has ended anyway). No token may be pushed afterwards. */
 fk_status detok_finish(detok *d, const char **delta, size_t *delta_len, fk_error *err);
 
 /* All text emitted so far (NUL-terminated). */

@@ -121,8 +121,9 @@ fk_status fk_model_load(const char *dir, const fk_model_params *params, fk_model
         return fk_error_set(err, FK_ERR_OUT_OF_MEMORY, "out of memory");
     m->params = p;
     safetensors *st = NULL;
-    if ((s = model_config_load(dir, &m->cfg, err)) || (s = safetensors_open_dir(dir, &st, err)) ||
-        (s = create_backend(&p, &m->be, err)) || (s = check_weights_fit(m->be, st, err)))
+    if ((s = model_config_load(dir, &m->cfg, err)) || (s = load_tokenizer(dir, &m->tok, err)) ||
+        (s = safetensors_open_dir(dir, &st, err)) || (s = create_backend(&p, &m->be, err)) ||
+        (s = check_weights_fit(m->be, st, err)))
         goto fail;
     if ((s = check_head_dim(m->be, m->cfg.head_dim, dir, err)))
         goto fail;
@@ -139,8 +140,6 @@ fk_status fk_model_load(const char *dir, const fk_model_params *params, fk_model
     max_logits = max_logits < 1 ? 1 : max_logits > max_tokens ? max_tokens : max_logits;
     int max_blocks = (c->max_context + p.kv_block_size - 1) / p.kv_block_size;
     if ((s = forward_ws_create(m, max_tokens, 1, max_blocks, max_logits, false, &m->ws, err)))
-        goto fail;
-    if ((s = load_tokenizer(dir, &m->tok, err)))
         goto fail;
     *out = m;
     return FK_OK;

@@ -181,12 +181,6 @@ static inline uint64_t tokenizer_hash_pair(uint64_t key)
     return key;
 }
 
-/* Id of the string s[len] in the model vocabulary, or -1. */
-int32_t tokenizer_vocab_find(const fk_tokenizer *t, const char *s, size_t len);
-
-/* Rank and merged id of the pair (left, right); false when the pair does not merge. */
-bool tokenizer_merge_find(const fk_tokenizer *t, int32_t left, int32_t right, uint32_t *rank, int32_t *merged);
-
 /* ---- tokenizer_encode.c ---- */
 
 /* Applies the normalizer to s[len]: *out is malloc'd (valid UTF-8 in, valid UTF-8 out). */
@@ -196,7 +190,7 @@ fk_status tokenizer_normalize(const fk_tokenizer *t, const char *s, size_t len, 
 /* ---- tokenizer_regex.c ---- */
 
 /* Compiles a Hugging Face (Oniguruma) pattern with PCRE2 (UTF, UCP, JIT when available). literal: match the
- * string as is. On failure, FK_ERR_FORMAT naming `what` and the offset in the pattern. */
+ * string as is. On failure, FK_ERR_FORMAT naming `what`, the pattern and PCRE2's reason. */
 fk_status tokenizer_regex_compile(const char *pattern, size_t len, bool literal, const char *what, pcre2_code **out,
                                   fk_error *err);
 
@@ -207,6 +201,9 @@ int tokenizer_regex_next(const pcre2_code *re, pcre2_match_data *md, const char 
                          size_t prev_end, size_t *start, size_t *end, fk_error *err);
 
 /* ---- tokenizer_bpe.c ---- */
+
+/* Id of the string s[len] in the model vocabulary, or -1. */
+int32_t tokenizer_vocab_find(const fk_tokenizer *t, const char *s, size_t len);
 
 /* Scratch memory of BPE for one call. */
 typedef struct tok_bpe_scratch {

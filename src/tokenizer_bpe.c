@@ -36,11 +36,10 @@ int32_t tokenizer_vocab_find(const fk_tokenizer *t, const char *s, size_t len)
     }
 }
 
-bool tokenizer_merge_find(const fk_tokenizer *t, int32_t left, int32_t right, uint32_t *rank, int32_t *merged)
+/* Rank and merged id of the pair (left, right); false when the pair does not merge. */
+static bool merge_find(const fk_tokenizer *t, int32_t left, int32_t right, uint32_t *rank, int32_t *merged)
 {
     const tok_merge_map *m = &t->merges;
-    if (!m->keys)
-        return false;
     uint64_t key = (uint64_t)(uint32_t)left << 32 | (uint32_t)right;
     for (uint64_t i = tokenizer_hash_pair(key) & m->mask;; i = (i + 1) & m->mask) {
         if (m->keys[i] == UINT64_MAX)
@@ -183,7 +182,7 @@ fk_status tokenizer_bpe_word(const fk_tokenizer *t, const char *word, size_t len
     size_t n_heap = 0;
     for (int i = 0; i + 1 < n; i++) {
         struct tok_merge m = {.pos = i};
-        if (tokenizer_merge_find(t, sym[i].id, sym[i + 1].id, &m.rank, &m.merged))
+        if (merge_find(t, sym[i].id, sym[i + 1].id, &m.rank, &m.merged))
             heap_push(heap, &n_heap, m);
     }
     while (n_heap > 0) {
@@ -194,7 +193,7 @@ fk_status tokenizer_bpe_word(const fk_tokenizer *t, const char *word, size_t len
         uint32_t rank;
         int32_t merged;
         /* Stale entry: the pair changed since it was queued. */
-        if (!tokenizer_merge_find(t, s->id, sym[s->next].id, &rank, &merged) || merged != top.merged)
+        if (!merge_find(t, s->id, sym[s->next].id, &rank, &merged) || merged != top.merged)
             continue;
         int r = s->next;
         s->id = top.merged;
@@ -204,11 +203,11 @@ fk_status tokenizer_bpe_word(const fk_tokenizer *t, const char *word, size_t len
         if (s->next >= 0)
             sym[s->next].prev = top.pos;
         struct tok_merge m;
-        if (s->prev >= 0 && tokenizer_merge_find(t, sym[s->prev].id, s->id, &m.rank, &m.merged)) {
+        if (s->prev >= 0 && merge_find(t, sym[s->prev].id, s->id, &m.rank, &m.merged)) {
             m.pos = s->prev;
             heap_push(heap, &n_heap, m);
         }
-        if (s->next >= 0 && tokenizer_merge_find(t, s->id, sym[s->next].id, &m.rank, &m.merged)) {
+        if (s->next >= 0 && merge_find(t, s->id, sym[s->next].id, &m.rank, &m.merged)) {
             m.pos = top.pos;
             heap_push(heap, &n_heap, m);
         }

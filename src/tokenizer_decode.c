@@ -28,7 +28,8 @@ static bool put(strs *s, const char *p, size_t n)
     if (!b)
         return false;
     s->buf = b;
-    memcpy(b + s->len, p, n);
+    if (n > 0)
+        memcpy(b + s->len, p, n);
     s->len += n;
     return true;
 }
@@ -278,7 +279,7 @@ fk_status tokenizer_decode(const fk_tokenizer *t, const int32_t *ids, int n_ids,
             return fk_error_set(err, FK_ERR_INVALID_ARGUMENT, "token id %d at position %d has no token", ids[i], i);
     }
     strs a = {0}, b = {0};
-    bool ok = true;
+    bool ok = put(&a, "", 0) && put(&b, "", 0); /* buffers exist even when every string is empty */
     for (int i = 0; ok && i < n_ids; i++)
         if (!skip_special || !t->special[ids[i]])
             ok = add_str(&a, tokenizer_str(t, t->dec_tok[ids[i]]), t->dec_tok[ids[i]].len);

@@ -53,7 +53,8 @@ static bool put(pieces *p, const char *s, size_t n)
     if (!b)
         return false;
     p->buf = b;
-    memcpy(b + p->len, s, n);
+    if (n > 0)
+        memcpy(b + p->len, s, n);
     p->len += n;
     return true;
 }
@@ -389,7 +390,8 @@ static fk_status apply_templates(enc *e)
         for (int j = 0; j < tp->n_items; j++) {
             const tok_template_item *it = &tp->items[j];
             size_t m = it->ids ? (size_t)it->n_ids : e->n_ids;
-            memcpy(v + k, it->ids ? it->ids : e->ids, m * sizeof *v);
+            if (m > 0)
+                memcpy(v + k, it->ids ? it->ids : e->ids, m * sizeof *v);
             k += m;
         }
         free(e->ids);

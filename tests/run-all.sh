@@ -1,6 +1,8 @@
 #!/bin/sh
 # run-all.sh — sets up, builds and runs the whole test suite: the README's test command and what CI runs.
-# 1. release build: every unit test;  2. the same under AddressSanitizer + UndefinedBehaviorSanitizer.
+# 1. release build: every unit test;  2. the same under AddressSanitizer + UndefinedBehaviorSanitizer;
+# 3. the tokenizer's libFuzzer harness (clang, ASan + UBSan) for 45 s, so that it keeps building and passing
+#    (the long runs are in docs/FUZZING.md).
 set -eu
 cd "$(dirname "$0")/.."
 
@@ -11,4 +13,14 @@ export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 deploy/build.sh build-sanitize -Dbuildtype=debugoptimized -Db_sanitize=address,undefined -Dcuda=disabled
 meson test -C build-sanitize --print-errorlogs --timeout-multiplier 4
+
+if [ ! -f build-fuzz/build.ninja ]; then
+    CC=clang meson setup build-fuzz -Dfuzz=true -Db_sanitize=address,undefined -Dbuildtype=debugoptimized \
+        -Dcuda=disabled
+fi
+ninja -C build-fuzz tests/fuzz/fuzz_tokenizer
+corpus=$(mktemp -d)
+build-fuzz/tests/fuzz/fuzz_tokenizer -max_total_time=45 -max_len=4096 -print_final_stats=1 \
+    -artifact_prefix=build-fuzz/ "$corpus" tests/fuzz/seeds
+rm -rf "$corpus"
 echo "run-all: all tests passed"

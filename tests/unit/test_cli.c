@@ -1,6 +1,7 @@
 /* test_cli.c — the `flashkernel` command as scripts use it: exit codes (0 ok, 1 runtime, 2 usage), --help,
- * `generate --json` output checked against the transformers greedy reference, `logits --out` against the
- * reference logits, finish_reason "eos". */
+ * `generate --json` output checked against the transformers greedy reference (ids, and text from --prompt),
+ * `logits --out` against the reference logits, finish_reason "eos", `tokenize`/`detokenize` against Hugging
+ * Face's ids, `perplexity` against the reference perplexity, `bench-tokenizer`. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -68,6 +69,18 @@ static void test_help_and_usage_errors(void **state)
     assert_int_equal(run("logits --help", &o, NULL), 0);
     assert_non_null(strstr(o, "--out"));
     free(o);
+    const char *helps[4][2] = {{"tokenize", "--special"}, {"detokenize", "--skip-special"},
+                               {"perplexity", "--ctx"}, {"bench-tokenizer", "--seconds"}};
+    for (int i = 0; i < 4; i++) {
+        char args[128];
+        snprintf(args, sizeof args, "%s --help", helps[i][0]);
+        assert_int_equal(run(args, &o, NULL), 0);
+        assert_non_null(strstr(o, helps[i][1]));
+        free(o);
+    }
+    assert_int_equal(run("generate --help", &o, NULL), 0);
+    assert_non_null(strstr(o, "--prompt TEXT"));
+    free(o);
     expect_exit("", 2, "usage");
     expect_exit("frobnicate", 2, "unknown command");
     expect_exit("generate --bogus", 2, "usage");
@@ -86,6 +99,16 @@ static void test_help_and_usage_errors(void **state)
     expect_exit("generate --prompt-ids 1 --device tpu", 2, "--device must be");
     expect_exit("generate --prompt-ids 1 stray", 2, "unexpected argument");
     expect_exit("logits --prompt-ids 1", 2, "--out are required");
+    expect_exit("tokenize", 2, "--text is required");
+    expect_exit("tokenize --text a --ids 1", 2, "usage");
+    expect_exit("tokenize --text a --model m --tokenizer t", 2, "give --model or --tokenizer, not both");
+    expect_exit("detokenize", 2, "--ids is required");
+    expect_exit("detokenize --ids 1,a", 2, "comma-separated integers");
+    expect_exit("detokenize --ids 1 --special", 2, "usage");
+    expect_exit("perplexity", 2, "--file is required");
+    expect_exit("perplexity --file f --ctx 1", 2, "--ctx must be an integer");
+    expect_exit("bench-tokenizer", 2, "--file is required");
+    expect_exit("bench-tokenizer --file f --seconds -1", 2, "--seconds must be a number");
 }
 
 static void test_runtime_errors(void **state)
@@ -102,6 +125,21 @@ static void test_runtime_errors(void **state)
     snprintf(args, sizeof args, "logits --model '%s' --prompt-ids 1 --out /nonexistent/dir/x.f32",
              tu_fixture("models/tiny-gpt2"));
     expect_exit(args, 1, "cannot open /nonexistent/dir/x.f32");
+    expect_exit("tokenize --tokenizer /nonexistent/tokenizer.json --text a", 1,
+                "/nonexistent/tokenizer.json: cannot open");
+    snprintf(args, sizeof args, "tokenize --model '%s' --text a", tu_fixture("models/tiny-gpt2"));
+    expect_exit(args, 1, "tiny-gpt2/tokenizer.json: cannot open");
+    snprintf(args, sizeof args, "generate --model '%s' --prompt a", tu_fixture("models/tiny-gpt2"));
+    expect_exit(args, 1, "has no tokenizer.json; give --prompt-ids");
+    expect_exit("tokenize --text 'ok\xff'", 1, "text is not valid UTF-8 at byte 2");
+    expect_exit("generate --prompt '\xc3' --max-tokens 1", 1, "--prompt: text is not valid UTF-8 at byte 0");
+    expect_exit("detokenize --ids 5,2048", 1, "token id 2048 at position 1 is out of range [0, 2048)");
+    expect_exit("perplexity --file /nonexistent/text.txt", 1, "cannot open /nonexistent/text.txt");
+    snprintf(args, sizeof args, "perplexity --model '%s' --file '%s'", tu_fixture("models/tiny-gpt2"),
+             tu_fixture("corpus/tinyshakespeare-val.txt"));
+    expect_exit(args, 1, "has no tokenizer.json");
+    snprintf(args, sizeof args, "perplexity --file '%s' --ctx 4096", tu_fixture("corpus/tinyshakespeare-val.txt"));
+    expect_exit(args, 1, "--ctx 4096 exceeds the model's context length 2048");
 }
 
 /* "1,2,3" from a JSON array of ids. */
@@ -296,6 +334,147 @@ static void test_bench_engine(void **state)
     /* A 40-token budget admits one prompt per step: every request after the first finds the shared 32 tokens
      * (two full blocks) in the prefix cache. */
     assert_int_equal(hits, 11 * 32);
+
+/* 'text' for sh: single quotes, with ' written as '\''. */
+static void quote(const char *s, char *out, size_t size)
+{
+    size_t k = 0;
+    out[k++] = '\'';
+    for (; *s && k + 6 < size; s++) {
+        if (*s == '\'') {
+            memcpy(out + k, "'\\''", 4);
+            k += 4;
+        } else {
+            out[k++] = *s;
+        }
+    }
+    out[k++] = '\'';
+    out[k] = '\0';
+}
+
+/* tokenize (plain and --json) and detokenize agree with Hugging Face's ids and text (the extra cases of gpt2
+ * and llama2-spm, a few of each, through the shell). */
+static void test_tokenize_detokenize(void **state)
+{
+    (void)state;
+    const char *names[2] = {"gpt2", "llama2-spm"};
+    for (int k = 0; k < 2; k++) {
+        char path[256], tok[4096];
+        snprintf(path, sizeof path, "tokenizers/%s/extra_cases.json", names[k]);
+        cJSON *doc = tu_read_json(tu_fixture(path));
+        snprintf(path, sizeof path, "tokenizers/%s/tokenizer.json", names[k]);
+        snprintf(tok, sizeof tok, "%s", tu_fixture(path));
+        int i = 0;
+        for (const cJSON *c = cJSON_GetObjectItem(doc, "cases")->child; c && i < 40; c = c->next, i++) {
+            const char *text = cJSON_GetObjectItem(c, "text")->valuestring;
+            if (!text[0])
+                continue;
+            char q[8192], args[16384], ids[8192];
+            quote(text, q, sizeof q);
+            snprintf(args, sizeof args, "tokenize --tokenizer '%s' --text %s --special --json", tok, q);
+            char *out;
+            assert_int_equal(run(args, &out, NULL), 0);
+            cJSON *got = cJSON_Parse(out);
+            assert_non_null(got);
+            assert_true(cJSON_Compare(cJSON_GetObjectItem(got, "ids"), cJSON_GetObjectItem(c, "ids_with_special"), 1));
+            cJSON_Delete(got);
+            free(out);
+            snprintf(args, sizeof args, "tokenize --tokenizer '%s' --text %s", tok, q);
+            assert_int_equal(run(args, &out, NULL), 0);
+            ids_arg(cJSON_GetObjectItem(c, "ids"), ids, sizeof ids);
+            assert_int_equal(strlen(out), strlen(ids) + 1);
+            assert_memory_equal(out, ids, strlen(ids));
+            free(out);
+            if (!ids[0])
+                continue;
+            snprintf(args, sizeof args, "detokenize --tokenizer '%s' --ids %s", tok, ids);
+            assert_int_equal(run(args, &out, NULL), 0);
+            const char *want = cJSON_GetObjectItem(c, "decoded")->valuestring;
+            assert_int_equal(strlen(out), strlen(want) + 1);
+            assert_memory_equal(out, want, strlen(want));
+            free(out);
+        }
+        cJSON_Delete(doc);
+    }
+    /* The demo model is the default; --skip-special drops BOS. */
+    char *out;
+    assert_int_equal(run("tokenize --text 'ROMEO:\n' --special", &out, NULL), 0);
+    assert_string_equal(out, "0,826,270\n");
+    free(out);
+    assert_int_equal(run("detokenize --ids 0,826,270 --skip-special", &out, NULL), 0);
+    assert_string_equal(out, "ROMEO:\n\n");
+    free(out);
+    assert_int_equal(run("detokenize --ids 0,826,270", &out, NULL), 0);
+    assert_string_equal(out, "<|begin_of_text|>ROMEO:\n\n");
+    free(out);
+}
+
+/* generate --prompt: the prompt encodes (with BOS) to the reference prompt ids, and the greedy continuation
+ * reads as the reference text; without --json the text is printed. */
+static void test_generate_text_matches_reference(void **state)
+{
+    (void)state;
+    cJSON *ref = tu_read_json(tu_fixture("models/shakespeare-llama/reference.json"));
+    for (const cJSON *g = cJSON_GetObjectItem(ref, "greedy")->child; g; g = g->next) {
+        char q[1024], args[4096];
+        quote(cJSON_GetObjectItem(g, "prompt")->valuestring, q, sizeof q);
+        snprintf(args, sizeof args, "generate --prompt %s --max-tokens 64 --ignore-eos --json", q);
+        char *out;
+        assert_int_equal(run(args, &out, NULL), 0);
+        cJSON *got = cJSON_Parse(out);
+        assert_non_null(got);
+        assert_true(cJSON_Compare(cJSON_GetObjectItem(got, "prompt_ids"), cJSON_GetObjectItem(g, "prompt_ids"), 1));
+        assert_true(cJSON_Compare(cJSON_GetObjectItem(got, "ids"), cJSON_GetObjectItem(g, "greedy_64"), 1));
+        assert_string_equal(cJSON_GetObjectItem(got, "text")->valuestring,
+                            cJSON_GetObjectItem(g, "greedy_64_text")->valuestring);
+        cJSON_Delete(got);
+        free(out);
+    }
+    const cJSON *g = cJSON_GetArrayItem(cJSON_GetObjectItem(ref, "greedy"), 0);
+    char *out;
+    assert_int_equal(run("generate --prompt 'ROMEO:\n' --max-tokens 64 --ignore-eos", &out, NULL), 0);
+    char want[4096];
+    snprintf(want, sizeof want, "%s\nfinish_reason: length\n", cJSON_GetObjectItem(g, "greedy_64_text")->valuestring);
+    assert_string_equal(out, want);
+    free(out);
+    cJSON_Delete(ref);
+}
+
+/* Perplexity of shakespeare-llama on the validation text, within 0.1% of the transformers reference. */
+static void test_perplexity_matches_reference(void **state)
+{
+    (void)state;
+    cJSON *ref = tu_read_json(tu_fixture("models/shakespeare-llama/reference.json"));
+    const cJSON *p = cJSON_GetObjectItem(ref, "perplexity");
+    char args[4096];
+    snprintf(args, sizeof args, "perplexity --file '%s' --ctx 512", tu_fixture("corpus/tinyshakespeare-val.txt"));
+    char *out;
+    assert_int_equal(run(args, &out, NULL), 0);
+    double ppl = 0, tps = 0;
+    int tokens = 0;
+    assert_int_equal(sscanf(out, "ppl: %lf\ntokens: %d\ntokens/s: %lf", &ppl, &tokens, &tps), 3);
+    double want = cJSON_GetObjectItem(p, "ppl")->valuedouble;
+    print_message("perplexity %.6f (reference %.6f, %+.2e relative), %d tokens, %.0f tokens/s\n", ppl, want,
+                  (ppl - want) / want, tokens, tps);
+    assert_int_equal(tokens, cJSON_GetObjectItem(p, "val_tokens")->valueint);
+    assert_true(fabs(ppl - want) <= 1e-3 * want);
+    assert_true(tps > 0);
+    free(out);
+    cJSON_Delete(ref);
+}
+
+static void test_bench_tokenizer(void **state)
+{
+    (void)state;
+    char args[4096];
+    snprintf(args, sizeof args, "bench-tokenizer --tokenizer '%s' --file '%s' --seconds 0.2",
+             tu_fixture("tokenizers/gpt2/tokenizer.json"), tu_fixture("corpus/tinyshakespeare-val.txt"));
+    char *out;
+    assert_int_equal(run(args, &out, NULL), 0);
+    const char *mb = strstr(out, "MB/s: ");
+    assert_non_null(mb);
+    assert_true(atof(mb + 6) > 0);
+    assert_non_null(strstr(out, "(111606 bytes, "));
     free(out);
 }
 
@@ -325,6 +504,10 @@ int main(void)
         cmocka_unit_test(test_demo_model_is_default),
         cmocka_unit_test(test_batch_file_with_preemption),
         cmocka_unit_test(test_bench_engine),
+        cmocka_unit_test(test_tokenize_detokenize),
+        cmocka_unit_test(test_generate_text_matches_reference),
+        cmocka_unit_test(test_perplexity_matches_reference),
+        cmocka_unit_test(test_bench_tokenizer),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
