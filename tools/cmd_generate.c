@@ -127,18 +127,18 @@ static bool run_to_completion(fk_engine *e)
     return true;
 }
 
-/* Encodes text with the model's tokenizer and template; NULL (after printing why) on failure. */
-static int32_t *encode_prompt(fk_model *m, const char *text, int *n)
+/* Encodes text with the model's tokenizer and template; NULL (after printing why, after `what`) on failure. */
+static int32_t *encode_prompt(fk_model *m, const char *model_dir, const char *what, const char *text, int *n)
 {
     const fk_tokenizer *tok = fk_model_tokenizer(m);
     if (!tok) {
-        fprintf(stderr, "error: the model has no tokenizer.json; use --prompt-ids\n");
+        fprintf(stderr, "error: %s has no tokenizer.json; give --prompt-ids\n", model_dir);
         return NULL;
     }
     int32_t *ids = NULL;
     fk_error err = {0};
     if (fk_tokenizer_encode(tok, text, strlen(text), true, &ids, n, &err)) {
-        fprintf(stderr, "error: %s\n", err.message);
+        fprintf(stderr, "error: %s: %s\n", what, err.message);
         return NULL;
     }
     return ids;
@@ -194,7 +194,7 @@ static bool parse_stop(const cJSON *f, batch_request *r)
 }
 
 /* One field of a request line; false for a wrong type or range. */
-static bool parse_field(fk_model *m, const cJSON *f, batch_request *r)
+static bool parse_field(fk_model *m, const char *model_dir, const char *where, const cJSON *f, batch_request *r)
 {
     const char *k = f->string;
     fk_sampling_params *sp = &r->params.sampling;
@@ -202,7 +202,8 @@ static bool parse_field(fk_model *m, const cJSON *f, batch_request *r)
     if (!strcmp(k, "prompt_ids"))
         return parse_prompt_ids(f, r);
     if (!strcmp(k, "prompt"))
-        return cJSON_IsString(f) && !r->prompt && (r->prompt = encode_prompt(m, f->valuestring, &r->n_prompt));
+        return cJSON_IsString(f) && !r->prompt &&
+               (r->prompt = encode_prompt(m, model_dir, where, f->valuestring, &r->n_prompt));
     if (!strcmp(k, "stop"))
         return parse_stop(f, r);
     if (!strcmp(k, "ignore_eos")) {
@@ -236,7 +237,8 @@ static const char *const known_fields[] = {"prompt_ids", "prompt", "max_tokens",
                                            "min_p",      "seed",   "stop",       "ignore_eos"};
 
 /* Reads one request line into r. Messages name the file, line and field. */
-static bool parse_request(fk_model *m, const char *line, const char *where, batch_request *r)
+static bool parse_request(fk_model *m, const char *model_dir, const char *line, const char *where,
+                          batch_request *r)
 {
     cJSON *root = cJSON_Parse(line);
     bool ok = false;
@@ -253,7 +255,7 @@ static bool parse_request(fk_model *m, const char *line, const char *where, batc
             fprintf(stderr, "error: %s: unknown field \"%s\"\n", where, f->string);
             goto done;
         }
-        if (!parse_field(m, f, r)) {
+        if (!parse_field(m, model_dir, where, f, r)) {
             fprintf(stderr, "error: %s: bad value for \"%s\"\n", where, f->string);
             goto done;
         }
@@ -280,7 +282,7 @@ static void free_batch(batch_request *reqs, int n)
     free(reqs);
 }
 
-static int run_batch(fk_model *m, fk_engine *e, const char *path, bool json)
+static int run_batch(fk_model *m, const char *model_dir, fk_engine *e, const char *path, bool json)
 {
     FILE *f = fopen(path, "r");
     if (!f) {
@@ -305,7 +307,7 @@ static int run_batch(fk_model *m, fk_engine *e, const char *path, bool json)
         memset(&reqs[n], 0, sizeof reqs[n]);
         char where[4096 + 32];
         snprintf(where, sizeof where, "%s:%d", path, line_no);
-        bool parsed = parse_request(m, line, where, &reqs[n]);
+        bool parsed = parse_request(m, model_dir, line, where, &reqs[n]);
         n++;
         if (!parsed)
             goto done;
@@ -419,10 +421,10 @@ int cmd_generate(int argc, char **argv)
         goto done;
     double t1 = cli_now();
     if (batch_path) {
-        rc = run_batch(m, e, batch_path, json);
+        rc = run_batch(m, model_dir, e, batch_path, json);
         goto done;
     }
-    if (text && !(ids = encode_prompt(m, text, &n_ids)))
+    if (text && !(ids = encode_prompt(m, model_dir, "--prompt", text, &n_ids)))
         goto done;
     output out = {.stream = !json};
     rp.on_token = on_token;
@@ -436,14 +438,13 @@ int cmd_generate(int argc, char **argv)
         if (json) {
             print_json(ids, n_ids, &out, false);
         } else {
-            if (!out.has_text)
+            if (!out.has_text) /* the text was printed as it came */
                 for (int i = 0; i < out.n; i++)
                     printf("%s%d", i ? " " : "", out.ids[i]);
-            printf("\n");
+            printf("\nfinish_reason: %s\n", fk_finish_reason_name(out.finish));
         }
-        fprintf(stderr, "[%s] finish: %s; loaded in %.2f s; %d prompt + %d generated tokens in %.2f s (%.1f tokens/s)\n",
-                fk_model_get_info(m).device, fk_finish_reason_name(out.finish), t1 - t0, n_ids, out.n, t2 - t1,
-                out.n / (t2 - t1));
+        fprintf(stderr, "[%s] loaded in %.2f s; %d prompt + %d generated tokens in %.2f s (%.1f tokens/s)\n",
+                fk_model_get_info(m).device, t1 - t0, n_ids, out.n, t2 - t1, out.n / (t2 - t1));
         rc = EXIT_OK;
     }
     free(out.ids);

@@ -334,6 +334,8 @@ static void test_bench_engine(void **state)
     /* A 40-token budget admits one prompt per step: every request after the first finds the shared 32 tokens
      * (two full blocks) in the prefix cache. */
     assert_int_equal(hits, 11 * 32);
+    free(out);
+}
 
 /* 'text' for sh: single quotes, with ' written as '\''. */
 static void quote(const char *s, char *out, size_t size)
