@@ -124,6 +124,8 @@ typedef struct fk_engine_params {
     int max_num_batched_tokens; /* tokens one step computes: decodes and prefill chunks together (default 2048) */
     int max_model_len;          /* prompt + generated tokens per request; 0 = the model's max_context */
     bool enable_prefix_caching; /* reuse the KV blocks of identical prompt prefixes (default true) */
+    int fault_after_steps;      /* test hook: after this many steps the device is made to fail as a real fault would
+                                 * (on a GPU a sticky illegal-address error); 0 = never (default) */
 } fk_engine_params;
 
 fk_engine_params fk_engine_params_default(void);

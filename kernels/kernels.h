@@ -83,6 +83,10 @@ typedef struct k_sample_row {
 cudaError_t k_sample(int32_t *tokens, const void *logits, const k_sample_row *rows, int n_rows, int vocab,
                      cudaStream_t stream);
 
+/* Test hook: a kernel that makes an illegal memory access, leaving a sticky error (the next synchronization fails
+ * and so does every later CUDA call). */
+cudaError_t k_inject_fault(cudaStream_t stream);
+
 #ifdef __cplusplus
 }
 #endif

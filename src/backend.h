@@ -123,6 +123,10 @@ typedef struct backend_ops {
     fk_status (*graph_launch)(backend *b, void *graph, fk_error *err);
     void (*graph_destroy)(backend *b, void *graph);
 
+    /* Test hook: make the device fail as a real fault would (the GPU: a sticky illegal-address error that the next
+     * synchronization reports; the CPU: FK_ERR_DEVICE now). */
+    fk_status (*inject_fault)(backend *b, fk_error *err);
+
     /* tokens[r] = the token sampler_pick chooses for logits[r][vocab] with rows[r]: sampling where the logits
      * are, so only token ids need to leave the device. */
     fk_status (*sample)(backend *b, int32_t *tokens, const void *logits, const sample_row *rows, int n_rows,

@@ -411,6 +411,12 @@ static fk_status cpu_sample(backend *b, int32_t *tokens, const void *logits, con
     return FK_OK;
 }
 
+static fk_status cpu_inject_fault(backend *b, fk_error *err)
+{
+    (void)b;
+    return fk_error_set(err, FK_ERR_DEVICE, "cpu: injected device fault (test hook)");
+}
+
 static const backend_ops cpu_ops = {
     .name = "cpu",
     .act_size = sizeof(float),
@@ -432,6 +438,7 @@ static const backend_ops cpu_ops = {
     .silu_mul = cpu_silu_mul,
     .gelu_tanh = cpu_gelu_tanh,
     .gather_rows = cpu_gather_rows,
+    .inject_fault = cpu_inject_fault,
     .sample = cpu_sample,
 };
 

@@ -347,6 +347,11 @@ static void cuda_graph_destroy(backend *b, void *graph)
     cudaGraphExecDestroy((cudaGraphExec_t)graph);
 }
 
+static fk_status cuda_inject_fault(backend *b, fk_error *err)
+{
+    return launched(k_inject_fault(cb_of(b)->stream), "inject_fault", err);
+}
+
 static const int cuda_head_dims[] = {64, 128, 0};
 
 static const backend_ops cuda_ops = {
@@ -375,6 +380,7 @@ static const backend_ops cuda_ops = {
     .capture_end = cuda_capture_end,
     .graph_launch = cuda_graph_launch,
     .graph_destroy = cuda_graph_destroy,
+    .inject_fault = cuda_inject_fault,
     .sample = cuda_sample,
 };
 

@@ -87,9 +87,10 @@ static fk_status resolve_params(const fk_model *m, fk_engine_params *p, fk_error
                             c->max_context, p->max_model_len);
     if (p->max_model_len == 0)
         p->max_model_len = c->max_context;
-    if (p->num_blocks < 0 || p->kv_cache_mb < 0)
-        return fk_error_set(err, FK_ERR_INVALID_ARGUMENT, "num_blocks (%d) and kv_cache_mb (%d) must be >= 0",
-                            p->num_blocks, p->kv_cache_mb);
+    if (p->num_blocks < 0 || p->kv_cache_mb < 0 || p->fault_after_steps < 0)
+        return fk_error_set(err, FK_ERR_INVALID_ARGUMENT,
+                            "num_blocks (%d), kv_cache_mb (%d) and fault_after_steps (%d) must be >= 0", p->num_blocks,
+                            p->kv_cache_mb, p->fault_after_steps);
     if (!(p->gpu_memory_utilization > 0 && p->gpu_memory_utilization <= 1))
         return fk_error_set(err, FK_ERR_INVALID_ARGUMENT, "gpu_memory_utilization must be in (0, 1], got %g",
                             (double)p->gpu_memory_utilization);
@@ -446,6 +447,17 @@ static void postprocess(fk_engine *e, const sched_output *work, double step_star
     }
 }
 
+/* The model on the batch; the fault_after_steps test hook first makes the device fail, as a real fault would. */
+static fk_status forward(fk_engine *e, const batch *b, fk_error *err)
+{
+    if (e->p.fault_after_steps && e->steps == (uint64_t)e->p.fault_after_steps) {
+        fk_status s = e->model->be->ops->inject_fault(e->model->be, err);
+        if (s)
+            return s;
+    }
+    return model_forward(e->model, e->ws, e->kv, b, err);
+}
+
 /* A forward pass failed: the engine is done for. Every request ends with FK_FINISH_ERROR. */
 static fk_status fail(fk_engine *e, fk_status s, fk_error *err)
 {
@@ -469,7 +481,7 @@ fk_status fk_engine_step(fk_engine *e, fk_error *err)
     if (work->n == 0)
         return FK_OK;
     const batch *b = batch_build(e->bb, work, e->p.block_size);     /* flat arrays of the KV contract */
-    fk_status s = model_forward(e->model, e->ws, e->kv, b, err);
+    fk_status s = forward(e, b, err);                               /* the model, on the device */
     if (!s)
         s = sample(e, work, b, err);                                /* per-request params and RNG */
     if (s)

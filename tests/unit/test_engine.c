@@ -623,6 +623,46 @@ static void test_bad_requests_change_nothing(void **state)
     fk_model_free(m);
 }
 
+/* The fault test hook: after N steps the device fails; every request gets a final FK_FINISH_ERROR event, the step
+ * reports FK_ERR_DEVICE, and the engine refuses work from then on. */
+static void test_device_fault_fails_every_request(void **state)
+{
+    (void)state;
+    fk_model *m = load("models/tiny-gpt2");
+    fk_engine_params ep = fk_engine_params_default();
+    ep.fault_after_steps = 3;
+    ep.max_num_batched_tokens = 16; /* a waiting request and a prefill in progress when the fault comes */
+    fk_engine *e = engine(m, ep);
+    static job jobs[3];
+    static result r[3];
+    memset(r, 0, sizeof r);
+    for (int i = 0; i < 3; i++) {
+        jobs[i].n_prompt = 20;
+        for (int t = 0; t < 20; t++)
+            jobs[i].prompt[t] = (int32_t)(i * 100 + t);
+        jobs[i].params = fk_request_params_default();
+        jobs[i].params.max_tokens = 30;
+        submit(e, &jobs[i], &r[i]);
+    }
+    fk_error err = {0};
+    fk_status s = FK_OK;
+    for (int step = 0; step < 10 && !s; step++)
+        s = fk_engine_step(e, &err);
+    assert_int_equal(s, FK_ERR_DEVICE);
+    assert_non_null(strstr(err.message, "engine failed"));
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(r[i].finish, FK_FINISH_ERROR);
+    fk_engine_stats st = fk_engine_get_stats(e);
+    assert_true(st.failed);
+    assert_int_equal(st.running + st.waiting, 0);
+    assert_int_equal(st.blocks_used, 0);
+    uint64_t id;
+    assert_int_equal(fk_engine_submit(e, jobs[0].prompt, 3, &jobs[0].params, &id, &err), FK_ERR_DEVICE);
+    assert_int_equal(fk_engine_step(e, &err), FK_ERR_DEVICE);
+    engine_free(e);
+    fk_model_free(m);
+}
+
 static void test_bad_engine_params(void **state)
 {
     (void)state;
@@ -669,6 +709,7 @@ int main(void)
         cmocka_unit_test_teardown(test_text_and_stop_strings, free_live_engines),
         cmocka_unit_test_teardown(test_cancel_frees_blocks_at_once, free_live_engines),
         cmocka_unit_test_teardown(test_bad_requests_change_nothing, free_live_engines),
+        cmocka_unit_test_teardown(test_device_fault_fails_every_request, free_live_engines),
         cmocka_unit_test_teardown(test_bad_engine_params, free_live_engines),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
