@@ -43,10 +43,14 @@ esac
 
 case " $steps " in *" sanitize "*)
     [ -x /tmp/fk-native/tests/gpu/test_gpu_ops ] || build native sm_90
-    for tool in memcheck racecheck initcheck synccheck; do
-        extra=""; [ $tool = memcheck ] && extra="--leak-check full"
-        compute-sanitizer --tool $tool $extra --error-exitcode 9 /tmp/fk-native/tests/gpu/test_gpu_ops >"$out/sanitize-$tool.log" 2>&1
-        note "compute-sanitizer $tool on test_gpu_ops: exit $? — $(grep -E 'ERROR SUMMARY|LEAK SUMMARY|RACECHECK SUMMARY' "$out/sanitize-$tool.log" | tr '\n' ' ')"
+    # Every gpu test under memcheck (with leaks) and racecheck; the op tests also under initcheck and synccheck.
+    for run in memcheck:gpu_ops racecheck:gpu_ops initcheck:gpu_ops synccheck:gpu_ops memcheck:gpu_model \
+               racecheck:gpu_model memcheck:engine_cuda racecheck:engine_cuda; do
+        tool=${run%%:*}; t=${run#*:}; extra=""
+        [ $tool = memcheck ] && extra="--leak-check full"
+        FK_TEST_DEVICE=cuda OMP_WAIT_POLICY=passive compute-sanitizer --tool $tool $extra --error-exitcode 9 \
+            /tmp/fk-native/tests/gpu/test_$t >"$out/sanitize-$tool-$t.log" 2>&1
+        note "compute-sanitizer $tool on test_$t: exit $? — $(grep -E 'PASSED|FAILED' "$out/sanitize-$tool-$t.log" | head -1) $(grep -E 'ERROR SUMMARY|LEAK SUMMARY|RACECHECK SUMMARY' "$out/sanitize-$tool-$t.log" | tr '\n' ' ')"
     done ;;
 esac
 

@@ -129,6 +129,31 @@ static void check_model(const char *fixture)
     cJSON_Delete(ref);
 }
 
+/* shakespeare-llama's perplexity on the validation text through `flashkernel perplexity --device cuda`, within
+ * 0.5% of the transformers reference (fp32 there, fp16 here). */
+static void test_shakespeare_perplexity(void **state)
+{
+    (void)state;
+    cJSON *ref = tu_read_json(tu_fixture("models/shakespeare-llama/reference.json"));
+    const cJSON *p = cJSON_GetObjectItem(ref, "perplexity");
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "'%s' perplexity --device cuda --model '%s' --file '%s' --ctx 512", FK_BINARY,
+             tu_fixture("models/shakespeare-llama"), tu_fixture("corpus/tinyshakespeare-val.txt"));
+    FILE *f = popen(cmd, "r");
+    assert_non_null(f);
+    double ppl = 0, tps = 0;
+    int tokens = 0;
+    const int got = fscanf(f, "ppl: %lf\ntokens: %d\ntokens/s: %lf", &ppl, &tokens, &tps);
+    assert_int_equal(pclose(f), 0);
+    assert_int_equal(got, 3);
+    const double want = cJSON_GetObjectItem(p, "ppl")->valuedouble;
+    printf("shakespeare-llama perplexity on the GPU: %.4f (reference %.4f, %+.2e relative), %d tokens, %.0f tokens/s\n",
+           ppl, want, (ppl - want) / want, tokens, tps);
+    assert_int_equal(tokens, cJSON_GetObjectItem(p, "val_tokens")->valueint);
+    assert_true(fabs(ppl - want) <= 5e-3 * want);
+    cJSON_Delete(ref);
+}
+
 static void test_tiny_llama3(void **state)
 {
     (void)state;
@@ -155,6 +180,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tiny_llama3),
         cmocka_unit_test(test_tiny_gpt2),
+        cmocka_unit_test(test_shakespeare_perplexity),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
