@@ -61,8 +61,9 @@ size_t k_attention_decode_scratch_bytes(int n_seqs, int n_heads, int head_dim, i
 /* out[n][f] = silu(gate_up[n][0:f]) * gate_up[n][f:2f]. */
 cudaError_t k_silu_mul(void *out, const void *gate_up, int n, int f, cudaStream_t stream);
 
-/* x[n] = gelu_tanh(x) in place. */
-cudaError_t k_gelu_tanh(void *x, size_t n, cudaStream_t stream);
+/* y[n][out] = gelu_tanh(y + bias[out]) in place (bias may be NULL): the GEMM epilogue of GPT-2's first MLP
+ * linear. */
+cudaError_t k_bias_gelu(void *y, const void *bias, int n, int out, cudaStream_t stream);
 
 /* out[m][d] = x[rows[i]]. */
 cudaError_t k_gather_rows(void *out, const void *x, const int32_t *rows, int m, int d, cudaStream_t stream);

@@ -109,8 +109,10 @@ typedef struct backend_ops {
     /* out[n][f] = silu(gate_up[n][0:f]) * gate_up[n][f:2f]. */
     fk_status (*silu_mul)(backend *b, void *out, const void *gate_up, int n, int f, fk_error *err);
 
-    /* x[n] = gelu_tanh(x), in place. */
-    fk_status (*gelu_tanh)(backend *b, void *x, size_t n, fk_error *err);
+    /* y[n][out] = gelu_tanh(x[n][in] · W[out][in]ᵀ + bias[out]) (bias may be NULL): GPT-2's first MLP linear with
+     * its activation fused into the GEMM's epilogue. */
+    fk_status (*linear_gelu)(backend *b, void *y, const void *x, const void *w, const void *bias, int n, int in,
+                             int out, fk_error *err);
 
     /* out[m][d] = x[rows[i]]. */
     fk_status (*gather_rows)(backend *b, void *out, const void *x, const int32_t *rows, int m, int d, fk_error *err);

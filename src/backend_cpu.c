@@ -372,13 +372,17 @@ static fk_status cpu_silu_mul(backend *b, void *out, const void *gate_up, int n,
     return FK_OK;
 }
 
-static fk_status cpu_gelu_tanh(backend *b, void *x, size_t n, fk_error *err)
+static fk_status cpu_linear_gelu(backend *b, void *y, const void *x, const void *w, const void *bias, int n, int in,
+                                 int out, fk_error *err)
 {
-    (void)err;
-    float *v = x;
+    fk_status s = cpu_linear(b, y, x, w, bias, n, in, out, err);
+    if (s)
+        return s;
+    float *v = y;
+    const size_t total = (size_t)n * out;
     const float sqrt_2_over_pi = 0.7978845608028654f;
-#pragma omp parallel for num_threads(threads_of(b)) if (n > PARALLEL_MIN_WORK)
-    for (size_t i = 0; i < n; i++) {
+#pragma omp parallel for num_threads(threads_of(b)) if (total > PARALLEL_MIN_WORK)
+    for (size_t i = 0; i < total; i++) {
         float a = v[i];
         v[i] = 0.5f * a * (1.0f + tanhf(sqrt_2_over_pi * (a + 0.044715f * a * a * a)));
     }
@@ -436,7 +440,7 @@ static const backend_ops cpu_ops = {
     .attention_scratch_bytes = cpu_attention_scratch_bytes,
     .attention = cpu_attention,
     .silu_mul = cpu_silu_mul,
-    .gelu_tanh = cpu_gelu_tanh,
+    .linear_gelu = cpu_linear_gelu,
     .gather_rows = cpu_gather_rows,
     .inject_fault = cpu_inject_fault,
     .sample = cpu_sample,

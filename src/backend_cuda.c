@@ -10,6 +10,7 @@
 #include <cuda_runtime_api.h>
 
 #include "backend.h"
+#include "cuda_gemm_gelu.h"
 #include "error.h"
 #include "fp16.h"
 #include "kernels.h"
@@ -20,7 +21,9 @@ typedef struct cuda_backend {
     int n_sms;
     cudaStream_t stream;
     cublasHandle_t blas;
-    void *blas_workspace; /* cuBLAS's, fixed: it must not allocate during graph capture */
+    void *blas_workspace; /* cuBLAS's and cuBLASLt's, fixed: they must not allocate during graph capture */
+    gemm_gelu *gemm_gelu; /* cuBLASLt GEMM with the GELU+bias epilogue */
+    bool gelu_by_cublaslt; /* linear_gelu: cuBLASLt's epilogue, else cuBLAS then k_bias_gelu (FK_GELU_EPILOGUE) */
     uint16_t *staging; /* host fp16 staging for download_act */
     size_t staging_n;
     struct prefill_tile *tiles; /* host: prefill tiles, built per attention call */
@@ -29,6 +32,7 @@ typedef struct cuda_backend {
 } cuda_backend;
 
 #define BLAS_WORKSPACE_BYTES (32u << 20) /* what cuBLAS recommends for Hopper */
+#define GELU_BY_CUBLASLT_DEFAULT true
 
 typedef struct prefill_tile {
     int32_t seq, q0, position;
@@ -61,6 +65,7 @@ static fk_status cuda_fail(fk_error *err, const char *what, cudaError_t e)
 static void cuda_destroy(backend *b)
 {
     cuda_backend *cb = cb_of(b);
+    gemm_gelu_destroy(cb->gemm_gelu);
     if (cb->blas)
         cublasDestroy(cb->blas);
     cudaFree(cb->blas_workspace);
@@ -293,9 +298,16 @@ static fk_status cuda_silu_mul(backend *b, void *out, const void *gate_up, int n
     return launched(k_silu_mul(out, gate_up, n, f, cb_of(b)->stream), "silu_mul", err);
 }
 
-static fk_status cuda_gelu_tanh(backend *b, void *x, size_t n, fk_error *err)
+static fk_status cuda_linear_gelu(backend *b, void *y, const void *x, const void *w, const void *bias, int n, int in,
+                                  int out, fk_error *err)
 {
-    return launched(k_gelu_tanh(x, n, cb_of(b)->stream), "gelu_tanh", err);
+    cuda_backend *cb = cb_of(b);
+    if (cb->gelu_by_cublaslt && in % 8 == 0 && out % 8 == 0) /* rows of whole 16-byte vectors, as GPT-2's are */
+        return gemm_gelu_run(cb->gemm_gelu, cb->stream, y, x, w, bias, n, in, out, err);
+    fk_status s = cuda_linear(b, y, x, w, NULL, n, in, out, err);
+    if (s)
+        return s;
+    return launched(k_bias_gelu(y, bias, n, out, cb->stream), "bias_gelu", err);
 }
 
 static fk_status cuda_gather_rows(backend *b, void *out, const void *x, const int32_t *rows, int m, int d,
@@ -374,7 +386,7 @@ static const backend_ops cuda_ops = {
     .attention_scratch_bytes = cuda_attention_scratch_bytes,
     .attention = cuda_attention,
     .silu_mul = cuda_silu_mul,
-    .gelu_tanh = cuda_gelu_tanh,
+    .linear_gelu = cuda_linear_gelu,
     .gather_rows = cuda_gather_rows,
     .capture_begin = cuda_capture_begin,
     .capture_end = cuda_capture_end,
@@ -383,6 +395,20 @@ static const backend_ops cuda_ops = {
     .inject_fault = cuda_inject_fault,
     .sample = cuda_sample,
 };
+
+/* FK_GELU_EPILOGUE=kernel|cublaslt picks how linear_gelu fuses its epilogue; unset: the faster on GPT-2's MLP
+ * shapes in kernels/bench/bench_linear_gelu (docs/BENCHMARKS.md). */
+static fk_status gelu_epilogue_choice(bool *by_cublaslt, fk_error *err)
+{
+    const char *v = getenv("FK_GELU_EPILOGUE");
+    *by_cublaslt = GELU_BY_CUBLASLT_DEFAULT;
+    if (!v || !*v)
+        return FK_OK;
+    if (strcmp(v, "kernel") && strcmp(v, "cublaslt"))
+        return fk_error_set(err, FK_ERR_INVALID_ARGUMENT, "FK_GELU_EPILOGUE=\"%s\" (expected kernel or cublaslt)", v);
+    *by_cublaslt = strcmp(v, "cublaslt") == 0;
+    return FK_OK;
+}
 
 fk_status backend_cuda_create(backend **out, fk_error *err)
 {
@@ -406,6 +432,8 @@ fk_status backend_cuda_create(backend **out, fk_error *err)
     else if (cublasCreate(&cb->blas) != CUBLAS_STATUS_SUCCESS || cublasSetStream(cb->blas, cb->stream) != CUBLAS_STATUS_SUCCESS ||
              cublasSetWorkspace(cb->blas, cb->blas_workspace, BLAS_WORKSPACE_BYTES) != CUBLAS_STATUS_SUCCESS)
         s = fk_error_set(err, FK_ERR_DEVICE, "cublas: cannot create a handle");
+    else if (!(s = gemm_gelu_create(&cb->gemm_gelu, cb->blas_workspace, BLAS_WORKSPACE_BYTES, err)))
+        s = gelu_epilogue_choice(&cb->gelu_by_cublaslt, err);
     if (s) {
         cuda_destroy(&cb->base);
         return s;

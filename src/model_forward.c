@@ -129,8 +129,7 @@ static fk_status mlp(const fk_model *m, forward_ws *ws, const layer_weights *l, 
             return s;
         return be->ops->linear(be, ws->proj, ws->mlp_act, l->down_w, l->down_b, n, f, d, err);
     }
-    if ((s = be->ops->linear(be, ws->mlp_in, ws->normed, l->up_w, l->up_b, n, d, f, err)) ||
-        (s = be->ops->gelu_tanh(be, ws->mlp_in, (size_t)n * f, err)))
+    if ((s = be->ops->linear_gelu(be, ws->mlp_in, ws->normed, l->up_w, l->up_b, n, d, f, err)))
         return s;
     return be->ops->linear(be, ws->proj, ws->mlp_in, l->down_w, l->down_b, n, f, d, err);
 }

@@ -3,6 +3,7 @@
 (tests/gpu/run-on-device.sh). Not used by CI.
 
   peers.py attention           PyTorch SDPA (flash backend where it applies) on bench_attention's shapes
+  peers.py linear_gelu         F.gelu(F.linear(x, w, b), approximate="tanh") on bench_linear_gelu's shapes
   peers.py generate MODEL_DIR  Hugging Face transformers generate(): batch 1, 128 prompt / 128 new tokens, greedy
 """
 import sys
@@ -46,6 +47,24 @@ def attention():
     print(f"PEER torch_sdpa_flash prefill 4x4096 h16 d128 causal: {ms:.3f} ms, {flops / (ms * 1e-3) / 1e12:.1f} TFLOP/s")
 
 
+def linear_gelu():
+    # CUDA graph of 20 calls, median of 15 replays / 20: as bench_linear_gelu times ours.
+    for d_in, d_out in ((768, 3072), (1600, 6400)):
+        w = torch.randn(d_out, d_in, device="cuda", dtype=torch.float16) * 0.05
+        b = torch.randn(d_out, device="cuda", dtype=torch.float16) * 0.5
+        for n in (1, 8, 64, 512, 4096):
+            x = torch.randn(n, d_in, device="cuda", dtype=torch.float16)
+            step = lambda: F.gelu(F.linear(x, w, b), approximate="tanh")
+            step()
+            torch.cuda.synchronize()
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                for _ in range(20):
+                    step()
+            ms = median_ms(graph.replay, warmup=3, reps=15)
+            print(f"PEER torch linear+gelu_tanh {n}x{d_in}->{d_out}: {ms * 1e3 / 20:.2f} us")
+
+
 def generate(model_dir):
     from transformers import AutoModelForCausalLM
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float16).to("cuda").eval()
@@ -66,5 +85,7 @@ def generate(model_dir):
 if __name__ == "__main__":
     if sys.argv[1] == "attention":
         attention()
+    elif sys.argv[1] == "linear_gelu":
+        linear_gelu()
     else:
         generate(sys.argv[2])

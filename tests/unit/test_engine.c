@@ -628,6 +628,10 @@ static void test_bad_requests_change_nothing(void **state)
 static void test_device_fault_fails_every_request(void **state)
 {
     (void)state;
+    if (getenv("FK_TEST_UNDER_SANITIZER")) { /* the injected fault is a deliberate illegal access: memcheck's finding */
+        fprintf(stderr, "skipped under compute-sanitizer: the fault is a deliberate out-of-bounds write\n");
+        skip();
+    }
     fk_model *m = load("models/tiny-gpt2");
     fk_engine_params ep = fk_engine_params_default();
     ep.fault_after_steps = 3;
@@ -709,8 +713,9 @@ int main(void)
         cmocka_unit_test_teardown(test_text_and_stop_strings, free_live_engines),
         cmocka_unit_test_teardown(test_cancel_frees_blocks_at_once, free_live_engines),
         cmocka_unit_test_teardown(test_bad_requests_change_nothing, free_live_engines),
-        cmocka_unit_test_teardown(test_device_fault_fails_every_request, free_live_engines),
         cmocka_unit_test_teardown(test_bad_engine_params, free_live_engines),
+        /* last: on the GPU the injected fault is sticky and spoils this process's CUDA context for good */
+        cmocka_unit_test_teardown(test_device_fault_fails_every_request, free_live_engines),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
