@@ -1,16 +1,17 @@
 #!/bin/sh
 # run-on-device.sh — the GPU suite and benchmarks on a GPU host with no package access (nvcc, cuBLAS, meson and
 # ninja there; Debian .deb files carried in .deps by `deploy/offline-deps.sh download .deps` here).
-#   tests/gpu/run-on-device.sh [test] [sanitize] [bench]      (default: all three)
+#   tests/gpu/run-on-device.sh [test] [sanitize] [bench] [server]      (default: all four)
 #   test:     build natively (sm_90) and as compute_75 PTX only (the T4 path, JIT-compiled by the driver) and run
 #             the gpu suite on both
 #   sanitize: compute-sanitizer memcheck (leak check), racecheck, initcheck and synccheck on the op tests
 #   bench:    kernels/bench (ours vs the measured device ceilings), PyTorch SDPA peers, and batch-1 greedy decode
 #             of a Llama-3.2-1B-shaped model against Hugging Face transformers generate()
+#   server:   flashkernel-server --device cuda serving the demo model and the 1B-shaped model (server_check.py)
 # Logs go to $OUT/logs.tar.gz (or /tmp/fk-out); failing tests' output and a summary table are printed last.
 set -u
 cd "$(dirname "$0")/../.."
-steps=${*:-test sanitize bench}
+steps=${*:-test sanitize bench server}
 dest=${OUT:-/tmp/fk-out}
 out=/tmp/fk-logs
 rm -rf "$out"
@@ -74,6 +75,15 @@ case " $steps " in *" bench "*)
     /tmp/fk-native/tools/flashkernel bench-engine --model /tmp/llama-1b --device cuda --requests 1 --prompt-len 128 --max-tokens 128 --max-model-len 4096 >"$out/bench-1b.log" 2>&1
     note "flashkernel batch-1 greedy, llama-3.2-1b shape: $(grep -E 'output tokens/s' "$out/bench-1b.log") ($(grep -E 'elapsed' "$out/bench-1b.log"))"
     python3 kernels/bench/peers.py generate /tmp/llama-1b 2>&1 | grep -E "PEER|Error" | tee -a "$summary" ;;
+esac
+case " $steps " in *" server "*)
+    [ -x /tmp/fk-native/server/flashkernel-server ] || build native sm_90
+    [ -d /tmp/llama-1b ] || /tmp/fk-native/tools/flashkernel make-model --arch llama --preset llama-3.2-1b --dtype f16 --out /tmp/llama-1b >"$out/make-model.log" 2>&1 || note "make-model: FAILED"
+    for model in deploy/demo-model /tmp/llama-1b; do
+        python3 tests/gpu/server_check.py /tmp/fk-native/server/flashkernel-server /tmp/fk-native/tools/flashkernel $model >"$out/server-$(basename $model).log" 2>&1
+        note "$(tail -1 "$out/server-$(basename $model).log")"
+        grep -q "^FAIL" "$out/server-$(basename $model).log" && tail -40 "$out/server-$(basename $model).log"
+    done ;;
 esac
 tar czf "$dest/logs.tar.gz" -C "$out" .
 echo "==== summary"; cat "$summary"
