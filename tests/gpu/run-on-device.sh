@@ -81,7 +81,7 @@ case " $steps " in *" server "*)
     [ -d /tmp/llama-1b ] || /tmp/fk-native/tools/flashkernel make-model --arch llama --preset llama-3.2-1b --dtype f16 --out /tmp/llama-1b >"$out/make-model.log" 2>&1 || note "make-model: FAILED"
     for model in deploy/demo-model /tmp/llama-1b; do
         python3 tests/gpu/server_check.py /tmp/fk-native/server/flashkernel-server /tmp/fk-native/tools/flashkernel $model >"$out/server-$(basename $model).log" 2>&1
-        note "$(tail -1 "$out/server-$(basename $model).log")"
+        note "$(grep -E '^(FAIL|server --device)' "$out/server-$(basename $model).log" || echo "server_check $model: no result")"
         grep -q "^FAIL" "$out/server-$(basename $model).log" && tail -40 "$out/server-$(basename $model).log"
     done ;;
 esac
