@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -47,6 +48,10 @@ typedef struct http_conn {
 } http_conn;
 
 #define STOP_TAG 0 /* request serials start at 1 */
+
+/* The kernel's send buffer per connection (it doubles it): a client that stops reading pins this much of it, not the
+ * several MiB that autotuning allows. */
+#define SEND_BUFFER_BYTES (128 << 10)
 
 static double now_s(void)
 {
@@ -259,6 +264,16 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     *con_cls = NULL;
 }
 
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    (void)cls, (void)socket_context;
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    const int bytes = SEND_BUFFER_BYTES;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED && info)
+        setsockopt(info->connect_fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof bytes);
+}
+
 static void on_log(void *cls, const char *fmt, va_list ap)
 {
     (void)cls;
@@ -307,7 +322,8 @@ http *http_start(const http_options *o, routes *rt, queue *q, char *err, size_t 
         MHD_OPTION_SOCK_ADDR, ai->ai_addr, MHD_OPTION_THREAD_POOL_SIZE, o->threads, MHD_OPTION_CONNECTION_LIMIT,
         o->max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT, o->max_connections_per_ip,
         MHD_OPTION_CONNECTION_TIMEOUT, o->timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT, o->memory_limit,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_END);
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL,
+        MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_END);
     if (!h->daemon) {
         snprintf(err, err_len, "cannot listen on %s port %d (in use, or not an address of this host?)", o->host,
                  o->port);

@@ -66,6 +66,7 @@ static struct {
     fk_engine *engine;
     metrics metrics;
     queue_request *head; /* requests in the engine, linked by engine_next */
+    double deadline;     /* draining: when in-flight requests are aborted */
 } loop;
 
 static double now_s(void)
@@ -184,6 +185,7 @@ static bool run_engine(void)
             submit(r);
         }
         release_list(w.cancel, true);
+        loop.deadline = w.deadline;
         if (w.state == QUEUE_DRAINING && !aborted && now_s() >= w.deadline) {
             cancel_all();
             aborted = true;
@@ -447,9 +449,17 @@ int main(int argc, char **argv)
         drained = run_engine();
     }
 
-    /* Shutdown: let responses go out (bounded), wake every parked connection, stop the daemon. */
-    const double grace = drained ? o.shutdown_timeout + 2 : 2;
-    if (!queue_wait_idle(q, now_s() + grace))
+    /* Shutdown: let the last responses go out (until a second past the shutdown deadline), wake every parked
+     * connection, stop the daemon. After an engine failure, keep answering 503 for a second (health checks see it),
+     * then exit well within 5 s. */
+    double flush_until = now_s() + 3;
+    if (drained)
+        flush_until = (loop.deadline > now_s() ? loop.deadline : now_s()) + 1;
+    else if (engine) {
+        const struct timespec linger = {.tv_sec = 1};
+        nanosleep(&linger, NULL);
+    }
+    if (!queue_wait_idle(q, flush_until))
         log_info("closing connections that are still open");
     queue_close(q);
     http_stop(h);

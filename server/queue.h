@@ -24,8 +24,9 @@
 #include "metrics.h"
 
 /* A stream's undelivered output is capped: past this (roughly, in rendered bytes) the request is cancelled and the
- * stream ends with an error, so a client that stops reading cannot make the server buffer without bound. */
-#define QUEUE_STREAM_BUFFER_MAX (1u << 20)
+ * stream ends with an error, so a client that stops reading cannot make the server buffer without bound (the socket's
+ * send buffer is capped too: http.c). */
+#define QUEUE_STREAM_BUFFER_MAX (256u << 10)
 
 typedef enum queue_state {
     QUEUE_LOADING,  /* the model is loading: requests are refused (503) */
