@@ -2,11 +2,19 @@
  * max_body_bytes), and routes decides the response: a whole one, a parked wait (the connection is suspended until
  * the queue wakes it), or a stream of Server-Sent Events whose content callback suspends the connection whenever it
  * has nothing to send. A suspended connection does not notice a disconnect, so its socket is watched for a hang-up
- * (EPOLLRDHUP) by a thread of its own, which also wakes idle streams for a keep-alive comment. */
+ * (EPOLLRDHUP) by a thread of its own, which also wakes idle streams for a keep-alive comment.
+ *
+ * The listening socket is ours: an accept thread counts open connections and closes those over max_connections at
+ * once, and hands the others to libmicrohttpd (MHD_add_connection), which applies the per-IP limit. (libmicrohttpd
+ * 0.9.75's own listener stops accepting at the limit, so the excess waits in the kernel's backlog, and its count of
+ * connections added to a thread pool does not hold them to the limit.) */
 #include "http.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
+#include <stdatomic.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -33,6 +41,12 @@ struct http {
     int watch_fd; /* epoll: parked connections' sockets, and stop_fd */
     int stop_fd;  /* eventfd that ends the watcher */
     pthread_t watcher;
+    int listen_fd;
+    int spare_fd; /* kept open to accept-and-close a connection when the process is out of descriptors */
+    unsigned max_connections;
+    atomic_uint open; /* connections handed to libmicrohttpd and not yet closed */
+    atomic_bool stopping;
+    pthread_t acceptor;
 };
 
 /* One request on a connection (libmicrohttpd's per-request context). */
@@ -104,6 +118,14 @@ static void *watch(void *arg)
                 queue_release(r);
         }
     }
+}
+
+static void stop_watcher(http *h)
+{
+    const uint64_t one = 1;
+    if (write(h->stop_fd, &one, sizeof one) != sizeof one)
+        log_info("http: cannot stop the connection watcher: %s", strerror(errno));
+    pthread_join(h->watcher, NULL);
 }
 
 /* ---- responses ---- */
@@ -264,16 +286,6 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     *con_cls = NULL;
 }
 
-static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
-                          enum MHD_ConnectionNotificationCode code)
-{
-    (void)cls, (void)socket_context;
-    const union MHD_ConnectionInfo *info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-    const int bytes = SEND_BUFFER_BYTES;
-    if (code == MHD_CONNECTION_NOTIFY_STARTED && info)
-        setsockopt(info->connect_fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof bytes);
-}
-
 static void on_log(void *cls, const char *fmt, va_list ap)
 {
     (void)cls;
@@ -287,19 +299,86 @@ static void on_log(void *cls, const char *fmt, va_list ap)
 
 /* ---- the daemon ---- */
 
-http *http_start(const http_options *o, routes *rt, queue *q, char *err, size_t err_len)
+/* Accepts connections until http_stop shuts the socket down; libmicrohttpd closes those over its limits at once. */
+static void *accept_loop(void *arg)
+{
+    http *h = arg;
+    for (;;) {
+        struct sockaddr_storage addr;
+        socklen_t len = sizeof addr;
+        const int fd = accept(h->listen_fd, (struct sockaddr *)&addr, &len);
+        if (atomic_load(&h->stopping)) {
+            if (fd >= 0)
+                close(fd);
+            return NULL;
+        }
+        if (fd < 0) {
+            if ((errno == EMFILE || errno == ENFILE) && h->spare_fd >= 0) {
+                /* Out of descriptors: the pending connection would wake accept again and again. Refuse it. */
+                close(h->spare_fd);
+                const int refused = accept(h->listen_fd, NULL, NULL);
+                if (refused >= 0)
+                    close(refused);
+                h->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+            }
+            continue;
+        }
+        if (atomic_load(&h->open) >= h->max_connections) {
+            close(fd); /* refused at once */
+            continue;
+        }
+        const int bytes = SEND_BUFFER_BYTES;
+        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof bytes);
+        atomic_fetch_add(&h->open, 1);
+        if (MHD_add_connection(h->daemon, fd, (struct sockaddr *)&addr, len) != MHD_YES) /* it closed fd */
+            atomic_fetch_sub(&h->open, 1);
+    }
+}
+
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    (void)conn, (void)socket_context;
+    http *h = cls;
+    if (code == MHD_CONNECTION_NOTIFY_CLOSED)
+        atomic_fetch_sub(&h->open, 1);
+}
+
+/* A listening socket on the first address of host:port. */
+static int listen_on(const char *host, int port, int *bound_port, char *err, size_t err_len)
 {
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE}, *ai = NULL;
-    char port[16];
-    snprintf(port, sizeof port, "%d", o->port);
-    const int gai = getaddrinfo(o->host, port, &hints, &ai);
+    char service[16];
+    snprintf(service, sizeof service, "%d", port);
+    const int gai = getaddrinfo(host, service, &hints, &ai);
     if (gai) {
-        snprintf(err, err_len, "--host %s: %s", o->host, gai_strerror(gai));
-        return NULL;
+        snprintf(err, err_len, "--host %s: %s", host, gai_strerror(gai));
+        return -1;
     }
+    const int one = 1;
+    int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) ||
+        bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, SOMAXCONN)) {
+        snprintf(err, err_len, "cannot listen on %s port %d: %s", host, port, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        fd = -1;
+    } else {
+        struct sockaddr_storage addr;
+        socklen_t len = sizeof addr;
+        *bound_port = port;
+        if (!getsockname(fd, (struct sockaddr *)&addr, &len))
+            *bound_port = ntohs(addr.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&addr)->sin6_port
+                                                           : ((struct sockaddr_in *)&addr)->sin_port);
+    }
+    freeaddrinfo(ai);
+    return fd;
+}
+
+http *http_start(const http_options *o, routes *rt, queue *q, char *err, size_t err_len)
+{
     http *h = calloc(1, sizeof *h);
     if (!h) {
-        freeaddrinfo(ai);
         snprintf(err, err_len, "out of memory");
         return NULL;
     }
@@ -307,43 +386,54 @@ http *http_start(const http_options *o, routes *rt, queue *q, char *err, size_t 
     h->q = q;
     h->max_body_bytes = o->max_body_bytes;
     h->ping_interval_s = o->ping_interval_s;
+    h->max_connections = o->max_connections;
+    atomic_init(&h->open, 0);
+    atomic_init(&h->stopping, false);
+    h->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     h->watch_fd = epoll_create1(EPOLL_CLOEXEC);
     h->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    h->listen_fd = listen_on(o->host, o->port, &h->port, err, err_len);
     struct epoll_event stop = {.events = EPOLLIN, .data.u64 = STOP_TAG};
+    if (h->listen_fd < 0)
+        goto fail;
     if (h->watch_fd < 0 || h->stop_fd < 0 || epoll_ctl(h->watch_fd, EPOLL_CTL_ADD, h->stop_fd, &stop)) {
         snprintf(err, err_len, "cannot create the connection watcher: %s", strerror(errno));
         goto fail;
     }
-    unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
-    if (ai->ai_family == AF_INET6)
-        flags |= MHD_USE_IPv6;
+    const unsigned flags =
+        MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+    /* Each polling thread may hold every connection: the accept thread enforces max_connections. */
     h->daemon = MHD_start_daemon(
-        flags, (uint16_t)o->port, NULL, NULL, on_request, h, MHD_OPTION_EXTERNAL_LOGGER, on_log, NULL,
-        MHD_OPTION_SOCK_ADDR, ai->ai_addr, MHD_OPTION_THREAD_POOL_SIZE, o->threads, MHD_OPTION_CONNECTION_LIMIT,
-        o->max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT, o->max_connections_per_ip,
-        MHD_OPTION_CONNECTION_TIMEOUT, o->timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT, o->memory_limit,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL,
-        MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_END);
+        flags, 0, NULL, NULL, on_request, h, MHD_OPTION_EXTERNAL_LOGGER, on_log, NULL, MHD_OPTION_THREAD_POOL_SIZE,
+        o->threads, MHD_OPTION_CONNECTION_LIMIT, o->max_connections * o->threads + 1,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, o->max_connections_per_ip, MHD_OPTION_CONNECTION_TIMEOUT, o->timeout_s,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, o->memory_limit, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, h, MHD_OPTION_END);
     if (!h->daemon) {
-        snprintf(err, err_len, "cannot listen on %s port %d (in use, or not an address of this host?)", o->host,
-                 o->port);
+        snprintf(err, err_len, "cannot start the HTTP daemon");
         goto fail;
     }
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_BIND_PORT);
-    h->port = info ? info->port : o->port;
     if (pthread_create(&h->watcher, NULL, watch, h)) {
         snprintf(err, err_len, "cannot start the connection watcher");
         MHD_stop_daemon(h->daemon);
         goto fail;
     }
-    freeaddrinfo(ai);
+    if (pthread_create(&h->acceptor, NULL, accept_loop, h)) {
+        snprintf(err, err_len, "cannot start the accept thread");
+        stop_watcher(h);
+        MHD_stop_daemon(h->daemon);
+        goto fail;
+    }
     return h;
 fail:
-    freeaddrinfo(ai);
+    if (h->listen_fd >= 0)
+        close(h->listen_fd);
     if (h->watch_fd >= 0)
         close(h->watch_fd);
     if (h->stop_fd >= 0)
         close(h->stop_fd);
+    if (h->spare_fd >= 0)
+        close(h->spare_fd);
     free(h);
     return NULL;
 }
@@ -357,12 +447,15 @@ void http_stop(http *h)
 {
     if (!h)
         return;
+    atomic_store(&h->stopping, true);
+    shutdown(h->listen_fd, SHUT_RDWR); /* wakes accept */
+    pthread_join(h->acceptor, NULL);
+    stop_watcher(h);
     MHD_stop_daemon(h->daemon);
-    const uint64_t one = 1;
-    if (write(h->stop_fd, &one, sizeof one) != sizeof one)
-        log_info("http: cannot stop the connection watcher: %s", strerror(errno));
-    pthread_join(h->watcher, NULL);
+    close(h->listen_fd);
     close(h->watch_fd);
     close(h->stop_fd);
+    if (h->spare_fd >= 0)
+        close(h->spare_fd);
     free(h);
 }

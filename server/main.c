@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "cli.h"
@@ -401,6 +402,16 @@ int main(int argc, char **argv)
     sigaddset(&sig.set, SIGUSR1);
     pthread_sigmask(SIG_BLOCK, &sig.set, NULL);
     signal(SIGPIPE, SIG_IGN);
+
+    /* Every connection is a descriptor: take what the hard limit allows. */
+    struct rlimit files;
+    if (!getrlimit(RLIMIT_NOFILE, &files) && files.rlim_cur < files.rlim_max) {
+        files.rlim_cur = files.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &files);
+    }
+    if (!getrlimit(RLIMIT_NOFILE, &files) && files.rlim_cur < (rlim_t)o.http.max_connections + 64)
+        log_info("warning: --max-connections %u but only %llu file descriptors (ulimit -n)", o.http.max_connections,
+                 (unsigned long long)files.rlim_cur);
 
     queue *q = queue_create(o.max_queue, &http_queue_hooks);
     const routes_config rc_cfg = {.api_key = o.api_key, .model_name = name, .max_body_bytes = o.http.max_body_bytes};

@@ -391,6 +391,7 @@ void queue_take(queue *q, bool busy, queue_work *w)
     }
     *submit = *dropped = NULL;
     q->pending_head = q->pending_tail = NULL;
+    q->stats.waiting += q->n_pending; /* they wait in the engine now; the next queue_publish has the exact count */
     q->n_pending = 0;
     w->cancel = q->cancel_head;
     q->cancel_head = NULL;
