@@ -8,11 +8,11 @@ prints one JSON object on stdout.
   net.py flood PORT N               N idle connections at once: how many the server closed at once
   net.py slowloris PORT N SECONDS   N connections sending a header byte each second: refused / still open at the end
   net.py noread PORT SECONDS        a stream (logprobs 20) that is never read; then reads what is left
-  net.py hold PORT BODY SECONDS     sends a /generate request, keeps the socket SECONDS, then closes it (RST)
+  net.py burst PORT N MAX_TOKENS    N streaming /generate requests and one plain one sent at the same moment; reads
+                                    them all: per request the status, "error" (an error event or body), "done"
 """
 import json
 import socket
-import struct
 import sys
 import time
 
@@ -149,13 +149,19 @@ def noread(port, seconds):
     return {"closed": closed, "bytes": len(data), "done": b"data: [DONE]" in data}
 
 
-def hold(port, body, seconds):
-    s = connect(port)
-    s.sendall(request("/generate", body.encode()))
-    time.sleep(seconds)
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # close with a reset
-    s.close()
-    return {"held": seconds}
+def burst(port, n, max_tokens):
+    socks = [connect(port) for _ in range(n + 1)]
+    for i, s in enumerate(socks):
+        body = json.dumps({"prompt": "ROMEO:", "max_tokens": max_tokens, "ignore_eos": True,
+                           "stream": i < n}).encode()
+        s.sendall(request("/generate", body, "Connection: close\r\n"))
+    out = []
+    for s in socks:
+        closed, data = read_until_closed(s, 60)
+        text = data.decode("utf-8", "replace")
+        out.append({"status": status_of(data), "error": '"error"' in text, "done": "data: [DONE]" in text,
+                    "closed": closed})
+    return out
 
 
 def main():
@@ -173,8 +179,8 @@ def main():
         out = slowloris(port, int(args[0]), float(args[1]))
     elif cmd == "noread":
         out = noread(port, float(args[0]))
-    elif cmd == "hold":
-        out = hold(port, args[0], float(args[1]))
+    elif cmd == "burst":
+        out = burst(port, int(args[0]), int(args[1]))
     else:
         sys.exit("unknown command " + cmd)
     print(json.dumps(out))
