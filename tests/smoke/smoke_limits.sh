@@ -141,8 +141,12 @@ done
 grep -q '^data: \[DONE\]' "$WORK/long" || fail "row 34: the running request did not finish"
 idle_engine "row 34"
 settle_fds "$baseline_fds"
-growth=$(($(rss_kb) - baseline_rss))
-[ "$growth" -lt 65536 ] || fail "row 34: resident memory grew by $growth KiB"
+# AddressSanitizer's quarantine holds freed memory back, so resident memory is compared only without it (the
+# sanitizer build checks leaks instead).
+if ! ldd "$FK_SERVER" | grep -q libasan; then
+    growth=$(($(rss_kb) - baseline_rss))
+    [ "$growth" -lt 65536 ] || fail "row 34: resident memory grew by $growth KiB"
+fi
 expect_healthy "after row 34"
 stop_server
 echo "smoke_limits: ok"
