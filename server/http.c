@@ -14,9 +14,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
-#include <stdatomic.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>

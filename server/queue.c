@@ -32,7 +32,8 @@ struct queue {
 
 /* ---- output buffers ---- */
 
-void queue_output_clear(queue_output *o)
+/* Empties it, keeping the memory. */
+static void output_clear(queue_output *o)
 {
     o->n_events = 0;
     o->text_len = 0;
@@ -193,7 +194,7 @@ bool queue_poll(queue_request *r, queue_output *out, queue_result *res, double n
     if (r->stream)
         ready = ready || r->out.n_events > 0 || cur->phase != r->phase_seen || cur->ping;
     if (ready) {
-        queue_output_clear(out);
+        output_clear(out);
         queue_output t = *out;
         *out = r->out;
         r->out = t;

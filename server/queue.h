@@ -60,7 +60,6 @@ typedef struct queue_output {
     size_t bytes; /* rendered size, roughly: what QUEUE_STREAM_BUFFER_MAX applies to */
 } queue_output;
 
-void queue_output_clear(queue_output *o); /* empties it, keeping the memory */
 void queue_output_free(queue_output *o);
 
 typedef enum queue_phase {
