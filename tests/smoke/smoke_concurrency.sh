@@ -116,7 +116,7 @@ expect_healthy "after row 35"
 stop_server
 
 note "row 36: clients that leave while queued are never scheduled"
-start_server queued --max-num-seqs 1
+start_server queued --max-num-seqs 1 --sse-ping-interval 0.5
 curl -sSN "$BASE/generate" -d '{"prompt":"ROMEO:","max_tokens":1500,"ignore_eos":true,"stream":true}' \
     >"$WORK/long.txt" &
 long=$!
@@ -146,7 +146,17 @@ done
 [ "$(metric 'vllm:prefix_cache_queries_total{model_name="demo-model"}')" = "$queries" ] ||
     fail "row 36: a cancelled request was scheduled"
 [ "$(grep -c ' 0 completion tokens .* finish cancel' "$LOG")" = 2 ] || fail "row 36: cancellations not logged"
+
+note "a queued stream gets keep-alive comments, then its tokens"
+reference "HAMLET:" 8 >"$WORK/hamlet.json"
+jq -j .text "$WORK/hamlet.json" >"$WORK/hamlet.txt"
+curl -sSN "$BASE/generate" -d '{"prompt":"HAMLET:","max_tokens":8,"stream":true}' >"$WORK/q3.txt" &
+q3=$!
+sleep 1.5
+grep -qx ': ping' "$WORK/q3.txt" || fail "no keep-alive comment on a waiting stream: $(cat "$WORK/q3.txt")"
 kill "$long"
+wait "$q3"
+sse_text "$WORK/q3.txt" | cmp -s - "$WORK/hamlet.txt" || fail "the queued stream: $(cat "$WORK/q3.txt")"
 wait "$long" 2>/dev/null || true
 expect_idle "after row 36"
 stop_server
