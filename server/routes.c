@@ -327,6 +327,7 @@ static routes_action generation_result(routes_call *c, routes_reply *reply)
 static routes_action generation(routes_call *c, const cJSON *root, api_kind kind, routes_reply *reply)
 {
     routes *rt = c->rt;
+    const double arrival = now_s(); /* timings count from here: tokenizing is part of them */
     api_generation g;
     api_error e;
     if (!api_parse_generation(root, kind, &rt->lim, &g, &e)) {
@@ -363,7 +364,7 @@ static routes_action generation(routes_call *c, const cJSON *root, api_kind kind
         if (ok)
             memcpy(r->prompt, ids, (size_t)n * sizeof *ids);
         r->params.stop = (const char *const *)r->stop_copies;
-        r->t_arrival = now_s();
+        r->t_arrival = arrival;
         if (!ok)
             api_error_set(&e, 503, "server_error", NULL, "out of memory");
     } else if (ok) {
