@@ -115,10 +115,11 @@ static void reply_error(routes_reply *reply, const api_error *e)
         reply->www_authenticate = true;
 }
 
-static routes_action error(routes_reply *reply, int status, const char *type, const char *fmt, const char *arg)
+/* An error reply: "<prefix><message>". */
+static routes_action error(routes_reply *reply, int status, const char *type, const char *prefix, const char *message)
 {
     api_error e;
-    api_error_set(&e, status, type, NULL, fmt, arg);
+    api_error_set(&e, status, type, NULL, "%s%s", prefix, message);
     reply_error(reply, &e);
     return ROUTES_REPLY;
 }
@@ -132,7 +133,7 @@ static routes_action unavailable(routes_reply *reply, queue_state s)
         [QUEUE_DRAINING] = "the server is shutting down",
         [QUEUE_FAILED] = "the engine failed (device error); the server is restarting",
     };
-    return error(reply, 503, "service_unavailable", "%s", why[s]);
+    return error(reply, 503, "service_unavailable", "", why[s]);
 }
 
 /* ---- headers ---- */
@@ -263,7 +264,7 @@ static routes_action tokenize(routes_call *c, const cJSON *root, routes_reply *r
     int n = 0;
     fk_error err = {0};
     if (fk_tokenizer_encode(rt->tok, text, len, special, &ids, &n, &err))
-        return error(reply, 400, "invalid_request_error", "prompt: %s", err.message);
+        return error(reply, 400, "invalid_request_error", "prompt: ", err.message);
     char *body = api_tokenize_body(ids, n, rt->lim.max_model_len, &out_len);
     fk_free(ids);
     reply_json(reply, 200, body, out_len);
@@ -286,7 +287,7 @@ static routes_action detokenize(routes_call *c, const cJSON *root, routes_reply 
     const fk_status s = fk_tokenizer_decode(rt->tok, ids, n, false, &text, &len, &err);
     free(ids);
     if (s)
-        return error(reply, 400, "invalid_request_error", "tokens: %s", err.message);
+        return error(reply, 400, "invalid_request_error", "tokens: ", err.message);
     char *body = api_detokenize_body(text, &out_len);
     fk_free(text);
     reply_json(reply, 200, body, out_len);
@@ -340,12 +341,12 @@ static routes_action generation(routes_call *c, const cJSON *root, api_kind kind
         fk_error err = {0};
         if (!rt->tok) {
             api_generation_free(&g);
-            return error(reply, 400, "invalid_request_error", "%s",
+            return error(reply, 400, "invalid_request_error", "",
                          "the model has no tokenizer: send the prompt as an array of token ids");
         }
         if (fk_tokenizer_encode(rt->tok, g.prompt_text, g.prompt_text_len, true, &ids, &n, &err)) {
             api_generation_free(&g);
-            return error(reply, 400, "invalid_request_error", "prompt: %s", err.message);
+            return error(reply, 400, "invalid_request_error", "prompt: ", err.message);
         }
     }
     queue_request *r = NULL;
@@ -385,7 +386,7 @@ static routes_action generation(routes_call *c, const cJSON *root, api_kind kind
         queue_release(r);
         if (pushed == QUEUE_NOT_SERVING)
             return unavailable(reply, queue_get_state(rt->q));
-        error(reply, 429, "rate_limit_error", "%s", "server overloaded, retry later");
+        error(reply, 429, "rate_limit_error", "", "server overloaded, retry later");
         reply->retry_after = 1;
         return ROUTES_REPLY;
     }
@@ -419,7 +420,7 @@ routes_action routes_body(routes_call *c, const char *body, size_t len, bool too
         return ROUTES_REPLY;
     }
     if ((c->kind == R_TOKENIZE || c->kind == R_DETOKENIZE) && !rt->tok)
-        return error(reply, 400, "invalid_request_error", "%s", "the model has no tokenizer");
+        return error(reply, 400, "invalid_request_error", "", "the model has no tokenizer");
     cJSON *root = NULL;
     api_error e;
     if (!api_parse_body(body, len, &root, &e)) {
