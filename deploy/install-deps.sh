@@ -4,7 +4,10 @@
 set -eu
 
 # clang, libclang-rt-14-dev (libFuzzer) and libomp-dev: the fuzz build that tests/run-all.sh runs briefly.
-PACKAGES="gcc libc6-dev pkg-config meson ninja-build libcjson-dev libcmocka-dev libpcre2-dev clang libclang-rt-14-dev libomp-dev"
+# libmicrohttpd-dev: the HTTP server. curl, jq, prometheus (promtool), python3-venv (the `openai` client): the
+# server's smoke tests.
+PACKAGES="gcc libc6-dev pkg-config meson ninja-build libcjson-dev libcmocka-dev libpcre2-dev clang libclang-rt-14-dev libomp-dev
+libmicrohttpd-dev curl jq prometheus python3-venv"
 
 missing=""
 for p in $PACKAGES; do

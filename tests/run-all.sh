@@ -1,6 +1,7 @@
 #!/bin/sh
 # run-all.sh — sets up, builds and runs the whole test suite: the README's test command and what CI runs.
-# 1. release build: every unit test;  2. the same under AddressSanitizer + UndefinedBehaviorSanitizer;
+# 1. release build: the unit and smoke suites (the smoke tests start real servers);
+# 2. the same under AddressSanitizer + UndefinedBehaviorSanitizer (+ LeakSanitizer, servers included);
 # 3. the tokenizer's libFuzzer harness (clang, ASan + UBSan) for 45 s, so that it keeps building and passing
 #    (the long runs are in docs/FUZZING.md).
 set -eu
