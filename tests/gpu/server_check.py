@@ -2,9 +2,9 @@
 """server_check.py — flashkernel-server on the GPU, end to end, for tests/gpu/run-on-device.sh (the GPU host has
 python3 but no curl/jq guarantee, so this uses only the standard library).
 
-  server_check.py SERVER CLI MODEL_DIR
+  server_check.py SERVER CLI MODEL_DIR [DEVICE]
 
-Starts `SERVER --device cuda --model MODEL_DIR --port 0`, waits for /health, then checks:
+Starts `SERVER --device DEVICE (default cuda) --model MODEL_DIR --port 0`, waits for /health, then checks:
   - POST /generate (greedy) returns the tokens `CLI generate --device cuda` gives for the same prompt;
   - the same request streamed: the text deltas concatenate to the whole text, one event per token;
   - POST /v1/completions (temperature 0) gives the same text;
@@ -50,10 +50,11 @@ def get(base, path, timeout=30):
 
 def main():
     server, cli, model = sys.argv[1:4]
+    device = sys.argv[4] if len(sys.argv) > 4 else "cuda"
     name = os.path.basename(os.path.normpath(model))
     log = tempfile.mktemp(prefix=f"fk-server-{name}-", suffix=".log")
     with open(log, "w") as out:
-        proc = subprocess.Popen([server, "--device", "cuda", "--model", model, "--port", "0"], stdout=out,
+        proc = subprocess.Popen([server, "--device", device, "--model", model, "--port", "0"], stdout=out,
                                 stderr=subprocess.STDOUT)
     t0 = time.time()
     base = None
@@ -82,7 +83,7 @@ def main():
         whole = json.loads(body)
         if status != 200 or len(whole["tokens"]) != MAX_TOKENS:
             fail(f"/generate: {status} {body[:300]!r}", log)
-        ref = subprocess.run([cli, "generate", "--device", "cuda", "--model", model, "--prompt", PROMPT,
+        ref = subprocess.run([cli, "generate", "--device", device, "--model", model, "--prompt", PROMPT,
                               "--max-tokens", str(MAX_TOKENS), "--ignore-eos", "--json"], capture_output=True,
                              text=True, timeout=300)
         if ref.returncode != 0:
@@ -157,7 +158,7 @@ def main():
         fail("no exit within 10 s of SIGTERM", log)
     if rc != 0:
         fail(f"exit status {rc} after SIGTERM", log)
-    print(f"server --device cuda, {name}: healthy in {ready_s:.1f} s; /generate {MAX_TOKENS} tokens in "
+    print(f"server --device {device}, {name}: healthy in {ready_s:.1f} s; /generate {MAX_TOKENS} tokens in "
           f"{gen_s * 1e3:.0f} ms, equal to flashkernel generate; stream and /v1/completions equal; 16 concurrent "
           f"requests, {conc_tokens} tokens in {conc_s:.2f} s; metrics ok; SIGTERM exit 0 in {time.time() - t:.1f} s")
 
