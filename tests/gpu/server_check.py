@@ -4,7 +4,8 @@ python3 but no curl/jq guarantee, so this uses only the standard library).
 
   server_check.py SERVER CLI MODEL_DIR [DEVICE]
 
-Starts `SERVER --device DEVICE (default cuda) --model MODEL_DIR --port 0`, waits for /health, then checks:
+Runs `CLI generate` once, then starts `SERVER --device DEVICE (default cuda) --model MODEL_DIR --port 0`, waits for
+/health, and checks:
   - POST /generate (greedy) returns the tokens `CLI generate --device cuda` gives for the same prompt;
   - the same request streamed: the text deltas concatenate to the whole text, one event per token;
   - POST /v1/completions (temperature 0) gives the same text;
@@ -52,6 +53,12 @@ def main():
     server, cli, model = sys.argv[1:4]
     device = sys.argv[4] if len(sys.argv) > 4 else "cuda"
     name = os.path.basename(os.path.normpath(model))
+    # The CLI's tokens first: a running server holds --gpu-memory-utilization of the GPU, as vLLM does.
+    ref = subprocess.run([cli, "generate", "--device", device, "--model", model, "--prompt", PROMPT, "--max-tokens",
+                          str(MAX_TOKENS), "--ignore-eos", "--json"], capture_output=True, text=True, timeout=300)
+    if ref.returncode != 0:
+        fail(f"flashkernel generate: {ref.stderr[-500:]}")
+    ref_ids = json.loads(ref.stdout.strip().splitlines()[-1])["ids"]
     log = tempfile.mktemp(prefix=f"fk-server-{name}-", suffix=".log")
     with open(log, "w") as out:
         proc = subprocess.Popen([server, "--device", device, "--model", model, "--port", "0"], stdout=out,
@@ -83,12 +90,6 @@ def main():
         whole = json.loads(body)
         if status != 200 or len(whole["tokens"]) != MAX_TOKENS:
             fail(f"/generate: {status} {body[:300]!r}", log)
-        ref = subprocess.run([cli, "generate", "--device", device, "--model", model, "--prompt", PROMPT,
-                              "--max-tokens", str(MAX_TOKENS), "--ignore-eos", "--json"], capture_output=True,
-                             text=True, timeout=300)
-        if ref.returncode != 0:
-            fail(f"flashkernel generate: {ref.stderr[-500:]}")
-        ref_ids = json.loads(ref.stdout.strip().splitlines()[-1])["ids"]
         if ref_ids != whole["tokens"]:
             fail(f"/generate tokens {whole['tokens']} differ from flashkernel generate's {ref_ids}", log)
 
