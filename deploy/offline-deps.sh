@@ -20,20 +20,26 @@ download)
     apt-get update -qq >/dev/null 2>&1 || echo "offline-deps: apt-get update failed; using the cached lists" >&2
     # apt-get download fetches exactly these packages (no dependencies: the libraries need only glibc, and
     # gnutls for libmicrohttpd, which CUDA images carry).
-    apt-get download $PACKAGES
-    ls -1 *.deb
+    set --
+    for p in $PACKAGES; do
+        set -- "$@" "$p"
+    done
+    apt-get download "$@"
+    ls -1 -- *.deb
     ;;
 unpack)
     [ $# -eq 3 ] || usage
     mkdir -p "$3"
+    n=0
     for deb in "$2"/*.deb; do
         dpkg-deb -x "$deb" "$3"
+        n=$((n + 1))
     done
     # -dev packages ship the unversioned .so as a link into /usr/lib; make the links relative to the prefix.
     for link in "$3"/usr/lib/x86_64-linux-gnu/*.so; do
         [ -L "$link" ] && ln -sf "$(basename "$(readlink "$link")")" "$link"
     done
-    echo "offline-deps: unpacked $(ls "$2"/*.deb | wc -l) packages into $3"
+    echo "offline-deps: unpacked $n packages into $3"
     ;;
 *)
     usage
