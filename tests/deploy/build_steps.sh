@@ -9,6 +9,12 @@
 . "$(dirname "$0")/lib.sh"
 
 ROOT=$WORK/image
+
+# image_flag NAME: the value the image's ENTRYPOINT + CMD give the server's flag NAME (the last one wins).
+image_flag() {
+    jq -r --arg f "$1" '(.entrypoint + .cmd) as $a | [range(0; $a | length) | select($a[.] == $f)] | last as $i |
+        $a[$i + 1]' "$WORK/plan.json"
+}
 "$FK_PYTHON" "$FK_SOURCE_ROOT/tests/deploy/dockerfile.py" plan "$FK_SOURCE_ROOT/deploy/Dockerfile" "$FK_SOURCE_ROOT" \
     "$ROOT" \
     >"$WORK/plan.json" || fail "tests/deploy/dockerfile.py could not read deploy/Dockerfile"
@@ -17,7 +23,7 @@ steps=$(jq '.steps | length' "$WORK/plan.json")
 
 note "the Dockerfile's $steps build steps"
 for i in $(seq 0 $((steps - 1))); do
-    mapfile -t step < <(jq -r ".steps[$i][]" "$WORK/plan.json")
+    mapfile -t step < <(jq -r ".steps[$i].argv[]" "$WORK/plan.json")
     echo "step $((i + 1)): ${step[*]}"
     start=$(now)
     "${step[@]}" >"$WORK/step$i.log" 2>&1 || { tail -n 40 "$WORK/step$i.log" >&2; fail "step $((i + 1)) failed"; }
@@ -26,7 +32,7 @@ done
 
 mapfile -t entry < <(jq -r '.entrypoint[]' "$WORK/plan.json")
 mapfile -t cmd < <(jq -r '.cmd[]' "$WORK/plan.json")
-bin=$(dirname "${entry[-1]}")
+bin=$(dirname "$(jq -r '.entrypoint[] | select(endswith("/flashkernel-server"))' "$WORK/plan.json")")
 for exe in flashkernel-server flashkernel; do
     [ -x "$bin/$exe" ] || fail "the build step did not install $exe into $bin"
 done
@@ -67,7 +73,7 @@ env "FLASHKERNEL_MODEL=$model" "${entry[@]}" "${cmd[@]}" --host 127.0.0.1 --port
 SERVER_PID=$!
 wait_listening
 health=$(jq -r .healthcheck "$WORK/plan.json")
-port=$(jq -r '.cmd as $c | $c[($c | index("--port")) + 1]' "$WORK/plan.json")
+port=$(image_flag --port)
 case "$health" in
 *"127.0.0.1:$port/"*) health=${health//127.0.0.1:$port\//127.0.0.1:$PORT/} ;;
 *) fail "the HEALTHCHECK does not request 127.0.0.1:$port: $health" ;;
@@ -84,7 +90,7 @@ expect_generation "a request to the image's server"
 expect_generation "a /v1/completions request to the image's server" /v1/completions
 
 note "docker stop: SIGTERM to tini drains the server; the HEALTHCHECK fails meanwhile"
-timeout=$(jq -r '.cmd as $c | $c[($c | index("--shutdown-timeout")) + 1]' "$WORK/plan.json")
+timeout=$(image_flag --shutdown-timeout)
 prompt=$(random_prompt)
 reference "$prompt" 800 --ignore-eos | jq -j .text >"$WORK/ref.txt"
 body=$(jq -nc --arg p "$prompt" '{prompt: $p, max_tokens: 800, ignore_eos: true, stream: true}')

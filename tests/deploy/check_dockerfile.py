@@ -34,8 +34,10 @@ def check(ok, what):
 
 
 def flag(words, name):
-    """The value after `name` in an argv list, or None."""
-    return words[words.index(name) + 1] if name in words and words.index(name) + 1 < len(words) else None
+    """The value given to `name` in an argv list (the server takes the last one), or None."""
+    words = [str(w) for w in words]
+    at = [i for i, w in enumerate(words[:-1]) if w == name]
+    return words[at[-1] + 1] if at else None
 
 
 def ignored(path, patterns):
@@ -86,8 +88,8 @@ def main():
             if ins.name != "RUN":
                 continue
             _, rest = ins.flags()
-            check("docker-build-steps.sh" in rest or rest.startswith("useradd "),
-                  "line %d: a RUN that is neither docker-build-steps.sh nor useradd: %s" % (ins.line, rest))
+            check("docker-build-steps.sh" in rest or rest.startswith("groupadd "),
+                  "line %d: a RUN that is neither docker-build-steps.sh nor groupadd/useradd: %s" % (ins.line, rest))
             check(not re.search(r"\b(apt-get|apt|meson|ninja|make|gcc|nvcc)\b", rest.split("&&")[0]),
                   "line %d: builds or installs outside docker-build-steps.sh: %s" % (ins.line, rest))
     try:
@@ -95,9 +97,11 @@ def main():
     except (ValueError, KeyError) as e:
         check(False, str(e))
         return
-    called = [step[1] for step in plan["steps"] if len(step) > 1]
-    check(called == ["build-deps", "build", "runtime-deps"],
-          "docker-build-steps.sh steps in order build-deps, build, runtime-deps: %s" % called)
+    called = [(step["stage"], step["argv"][1]) for step in plan["steps"] if len(step["argv"]) > 1]
+    last = len(stages) - 1
+    check(called == [(0, "build-deps"), (0, "build"), (last, "runtime-deps")],
+          "docker-build-steps.sh steps build-deps and build in the build stage, runtime-deps in the final one: %s"
+          % called)
 
     # The final stage: only what the build stage made, a non-root numeric user.
     for ins in final_body:
@@ -107,27 +111,32 @@ def main():
                   "line %d: the final stage copies only from the build stage: %s" % (ins.line, ins.args))
     users = [ins.args for ins in final_body if ins.name == "USER"]
     if check(len(users) == 1, "one USER in the final stage (found %d)" % len(users)):
-        uid = users[0].split(":")[0]
-        check(uid.isdigit() and int(uid) != 0,
-              "USER is a numeric non-root UID (Kubernetes' runAsNonRoot can only check a number): %s" % users[0])
-        useradd = [ins.args for ins in final_body if ins.name == "RUN" and ins.args.startswith("useradd ")]
-        check(any(("--uid %s " % uid) in u for u in useradd), "USER %s is the UID useradd creates" % uid)
+        uid, _, gid = users[0].partition(":")
+        check(uid.isdigit() and int(uid) != 0 and gid.isdigit(),
+              "USER is a numeric non-root UID:GID (Kubernetes' runAsNonRoot can only check a number): %s" % users[0])
+        adds = " ".join(ins.args for ins in final_body if ins.name == "RUN" and "useradd " in ins.args)
+        check(re.search(r"useradd .*--uid %s --gid %s " % (uid, gid), adds) and
+              re.search(r"groupadd --gid %s " % gid, adds),
+              "USER %s is the user and group that groupadd and useradd create: %s" % (users[0], adds))
 
-    # Entrypoint: tini, then the server, both in exec form; CMD in exec form with the serving flags.
-    entry, cmd = plan["entrypoint"], plan["cmd"]
+    # Entrypoint: tini, then the server with the flags every container needs, in exec form; CMD in exec form.
     raw_entry = [i.json_args() for i in final_body if i.name == "ENTRYPOINT"][-1]
-    check(raw_entry[:2] == ["/usr/bin/tini", "--"] and raw_entry[2:] == [SERVER],
-          "ENTRYPOINT is [\"/usr/bin/tini\", \"--\", \"%s\"] (tini passes SIGTERM on): %s" % (SERVER, raw_entry))
-    check(len(entry) == 3 and cmd, "ENTRYPOINT and CMD in exec form")
+    check(raw_entry[:3] == ["/usr/bin/tini", "--", SERVER],
+          "ENTRYPOINT starts [\"/usr/bin/tini\", \"--\", \"%s\"] (tini passes SIGTERM on): %s" % (SERVER, raw_entry))
+    argv = raw_entry[3:] + plan["cmd"]  # the server's flags
+    check(plan["cmd"] and len(plan["entrypoint"]) > 3, "ENTRYPOINT and CMD in exec form")
+    check(flag(plan["cmd"], "--served-model-name") == "demo-model",
+          "CMD names the bundled model demo-model (the docs' model name): %s" % plan["cmd"])
     stop = [i.args for i in final_body if i.name == "STOPSIGNAL"]
     check(stop in ([], ["SIGTERM"], ["SIGINT"]), "STOPSIGNAL is SIGTERM or SIGINT (the server drains on those): %s"
           % stop)
-    port = flag(cmd, "--port")
-    check(flag(cmd, "--host") == "0.0.0.0", "CMD listens on 0.0.0.0 (reachable through Docker's port mapping)")
-    check(port is not None and port in plan["expose"], "CMD's --port %s is EXPOSEd (%s)" % (port, plan["expose"]))
-    timeout = flag(cmd, "--shutdown-timeout")
+    port = flag(argv, "--port")
+    check(flag(argv, "--host") == "0.0.0.0", "the server listens on 0.0.0.0 (reachable through Docker's port mapping)")
+    check(port is not None and port in plan["expose"], "the server's --port %s is EXPOSEd (%s)"
+          % (port, plan["expose"]))
+    timeout = flag(argv, "--shutdown-timeout")
     check(timeout is not None and float(timeout) + MARGIN <= DOCKER_STOP_GRACE,
-          "CMD's --shutdown-timeout (%s) + %d s fits in docker stop's default %d s"
+          "the server's --shutdown-timeout (%s) + %d s fits in docker stop's default %d s"
           % (timeout, MARGIN, DOCKER_STOP_GRACE))
 
     # HEALTHCHECK on /health at the served port, with time to load the model.
@@ -155,7 +164,7 @@ def main():
     meson_archs = ",".join(re.findall(r"'([^']+)'", m.group(1))) if m else None
     check("sm_75" in archs.split(","), "CUDA_ARCHS has sm_75 (T4): %s" % archs)
     check(archs == meson_archs, "CUDA_ARCHS %s is meson_options.txt's cuda-arch default %s" % (archs, meson_archs))
-    check(any(step[1:2] == ["build"] and step[-1] == archs for step in plan["steps"]),
+    check(any(step["argv"][1:2] == ["build"] and step["argv"][-1] == archs for step in plan["steps"]),
           "the build step gets CUDA_ARCHS")
 
     # The build context: BuildKit reads deploy/Dockerfile.dockerignore; it may leave out build outputs only.

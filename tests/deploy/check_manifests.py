@@ -14,6 +14,9 @@ import sys
 
 import yaml
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import dockerfile  # noqa: E402
+
 # After --shutdown-timeout the server takes up to a second for the last responses (docs/ARCHITECTURE.md,
 # "Shutdown"); 2 s more for freeing the engine and exiting.
 MARGIN = 3
@@ -31,9 +34,10 @@ def check(ok, what):
 
 
 def flag(words, name):
-    """The value after `name` in an argv list, or None."""
+    """The value given to `name` in an argv list (the server takes the last one), or None."""
     words = [str(w) for w in words]
-    return words[words.index(name) + 1] if name in words and words.index(name) + 1 < len(words) else None
+    at = [i for i, w in enumerate(words[:-1]) if w == name]
+    return words[at[-1] + 1] if at else None
 
 
 def seconds(text):
@@ -59,6 +63,12 @@ def dockerfile_uid(root):
     with open(os.path.join(root, "deploy", "Dockerfile"), encoding="utf-8") as f:
         m = re.search(r"^USER\s+(\d+)", f.read(), re.M)
     return int(m.group(1)) if m else None
+
+
+def entry_flags(root):
+    """The server's flags in the image's ENTRYPOINT: compose's command and Kubernetes' args come after them."""
+    plan = dockerfile.plan(os.path.join(root, "deploy", "Dockerfile"), root, "/ROOT")
+    return plan["entrypoint"][3:]
 
 
 def nginx_conf(path):
@@ -93,7 +103,7 @@ def check_compose(root):
                   len(d.get("device_ids", [])) == 1 and "count" not in d,
                   "compose %s: the device request is one NVIDIA GPU by id: %s" % (name, d))
             gpus += d.get("device_ids", [])
-        cmd = [str(w) for w in s.get("command", [])]
+        cmd = entry_flags(root) + [str(w) for w in s.get("command", [])]
         check(flag(cmd, "--host") == "0.0.0.0", "compose %s: --host 0.0.0.0 (nginx reaches it)" % name)
         check(flag(cmd, "--device") == "cuda", "compose %s: --device cuda (no silent CPU fallback)" % name)
         check(flag(cmd, "--port") == "8080", "compose %s: --port 8080 (the image's HEALTHCHECK port)" % name)
@@ -184,7 +194,8 @@ def check_k8s(root):
     if not check(len(containers) == 1, "Deployment: one container"):
         return
     c = containers[0]
-    args = [str(a) for a in c.get("args", [])]
+    check("command" not in c, "Deployment: no command (it would replace the image's ENTRYPOINT, tini included)")
+    args = entry_flags(root) + [str(a) for a in c.get("args", [])]
     port = int(flag(args, "--port") or 0)
     check(flag(args, "--host") == "0.0.0.0", "Deployment: --host 0.0.0.0")
     check(flag(args, "--device") == "cuda", "Deployment: --device cuda")

@@ -4,11 +4,13 @@ continuation lines joined, stages, ARG defaults, and the image's run-time settin
 machine that ran the build steps.
 
   dockerfile.py plan DOCKERFILE CONTEXT ROOT
-      prints one JSON object: "steps", every call of docker-build-steps.sh in the Dockerfile's RUN lines as argv
-      lists, in order, with ARG defaults filled in, paths from the build context (COPY, --mount) mapped into CONTEXT
-      and every other absolute path into ROOT (a stand-in for the builder's file system); and for the final stage,
-      with its COPY --from paths mapped to where the steps put them under ROOT: "entrypoint", "cmd", "env",
-      "healthcheck" (the command line), "user", "stopsignal", "expose".
+      prints one JSON object: "steps", every call of docker-build-steps.sh in the Dockerfile's RUN lines, in order,
+      as {"stage": index of its stage, "argv": [...]}, with ARG defaults filled in, paths from the build context
+      (COPY, --mount) mapped into CONTEXT and every other absolute path into ROOT (a stand-in for the builder's file
+      system; "" for the image's own paths); and for the final stage, with its COPY --from paths mapped to where the
+      steps put them under ROOT: "entrypoint", "cmd", "env", "healthcheck" (the command line), "user",
+      "stopsignal", "expose"; unmapped: "copies" ({destination: source in the build stage}) and "setup" (its
+      other RUN commands).
 """
 import json
 import re
@@ -122,7 +124,7 @@ def plan(dockerfile, context, root):
     all_stages, global_args = stages(instructions)
     values = arg_defaults(global_args)
     steps = []
-    for _, _, body in all_stages:
+    for index, (_, _, body) in enumerate(all_stages):
         stage_values = dict(values, **arg_defaults(body))
         context_paths = {}
         for ins in body:
@@ -143,16 +145,19 @@ def plan(dockerfile, context, root):
                 if w in ("&&", ";", "||"):
                     break
                 call.append(w)
-            steps.append([map_path(w, context_paths, root) for w in call])
+            steps.append({"stage": index, "argv": [map_path(w, context_paths, root) for w in call]})
     final = all_stages[-1][2]
+    settings = {"entrypoint": [], "cmd": [], "env": {}, "healthcheck": None, "user": None,
+                "stopsignal": None, "expose": [], "copies": {}, "setup": []}
     copies = {}
     for ins in final:
         flags, rest = ins.flags()
         if ins.name == "COPY" and "from" in flags:
             src, dest = rest.split()
             copies[dest] = root + src
-    settings = {"entrypoint": [], "cmd": [], "env": {}, "healthcheck": None, "user": None,
-                "stopsignal": None, "expose": []}
+            settings["copies"][dest] = src
+        elif ins.name == "RUN" and "docker-build-steps.sh" not in rest:
+            settings["setup"].append(rest)
     for ins in final:
         if ins.name in ("ENTRYPOINT", "CMD"):
             words = ins.json_args()
