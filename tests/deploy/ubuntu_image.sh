@@ -50,9 +50,13 @@ case "$release" in
 esac
 
 step "Ubuntu $release ($suite) for both stages"
-# --no-check-gpg: Debian has no Ubuntu archive keyring package; the chroots are thrown away at the end.
+# --no-check-gpg: Debian has no Ubuntu archive keyring package; the chroots are thrown away at the end. Debian 12's
+# debootstrap has no script for noble: every Ubuntu suite's script is gutsy's.
+script=/usr/share/debootstrap/scripts/$suite
+[ -e "$script" ] || script=/usr/share/debootstrap/scripts/gutsy
 debootstrap --no-check-gpg --variant=minbase --components=main,universe "$suite" "$DIR/base" \
-    http://archive.ubuntu.com/ubuntu >"$DIR/debootstrap.log" 2>&1 || { tail "$DIR/debootstrap.log"; fail debootstrap; }
+    http://archive.ubuntu.com/ubuntu "$script" >"$DIR/debootstrap.log" 2>&1 ||
+    { tail "$DIR/debootstrap.log"; fail debootstrap; }
 # As in the ubuntu:24.04 image: updates and security too.
 printf 'deb http://archive.ubuntu.com/ubuntu %s-updates main universe\ndeb http://security.ubuntu.com/ubuntu %s-security main universe\n' \
     "$suite" "$suite" >>"$DIR/base/etc/apt/sources.list"
