@@ -7,10 +7,10 @@ machine that ran the build steps.
       prints one JSON object: "steps", every call of docker-build-steps.sh in the Dockerfile's RUN lines, in order,
       as {"stage": index of its stage, "argv": [...]}, with ARG defaults filled in, paths from the build context
       (COPY, --mount) mapped into CONTEXT and every other absolute path into ROOT (a stand-in for the builder's file
-      system; "" for the image's own paths); and for the final stage, with its COPY --from paths mapped to where the
-      steps put them under ROOT: "entrypoint", "cmd", "env", "healthcheck" (the command line), "user",
-      "stopsignal", "expose"; unmapped: "copies" ({destination: source in the build stage}) and "setup" (its
-      other RUN commands).
+      system); and for the final stage, with its COPY --from paths mapped to where the steps put them under ROOT:
+      "entrypoint", "cmd", "env", "healthcheck" (the command line), "user", "stopsignal", "expose"; unmapped:
+      "copies" ({destination: source in the build stage}) and "setup" (its other RUN commands). With ROOT "" the
+      paths stay as they are in the image (for running the steps in the stages themselves).
 """
 import json
 import re
@@ -163,11 +163,11 @@ def plan(dockerfile, context, root):
             words = ins.json_args()
             if words is None:
                 raise ValueError("line %d: %s is not in exec form" % (ins.line, ins.name))
-            settings[ins.name.lower()] = [map_path(w, copies, None) for w in words]
+            settings[ins.name.lower()] = [map_path(w, copies if root else {}, None) for w in words]
         elif ins.name == "ENV":
             for pair in shlex.split(ins.args):
                 name, _, value = pair.partition("=")
-                settings["env"][name] = map_path(value, copies, None)
+                settings["env"][name] = map_path(value, copies if root else {}, None)
         elif ins.name == "HEALTHCHECK":
             _, rest = ins.flags()
             settings["healthcheck"] = rest[len("CMD "):] if rest.startswith("CMD ") else rest

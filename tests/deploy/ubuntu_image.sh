@@ -33,6 +33,7 @@ trap cleanup EXIT
 step() { echo "== $*"; }
 fail() {
     echo "FAIL: $*" >&2
+    [ -f "$DIR/server.log" ] && tail -n 20 "$DIR/server.log" >&2
     exit 1
 }
 # inside STAGE COMMAND...: runs COMMAND as root in the stage's chroot with a clean environment.
