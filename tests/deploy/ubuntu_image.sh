@@ -19,14 +19,21 @@ command -v debootstrap >/dev/null || { echo "ubuntu_image: apt-get install deboo
 
 DIR=$(mktemp -d "${TMPDIR:-/tmp}/fk-ubuntu-XXXXXX")
 PID=""
+# The chroots have this machine's /dev and CUDA toolkit bound in: the directory is removed only once nothing is
+# mounted under it, and never across a file system boundary.
 cleanup() {
+    set +e
     [ -n "$PID" ] && kill -KILL "$PID" 2>/dev/null
     for stage in build final; do
         for m in usr/local/cuda dev proc; do
             mountpoint -q "$DIR/$stage/$m" && umount "$DIR/$stage/$m"
         done
     done
-    rm -rf "$DIR"
+    if grep -q " $DIR/" /proc/mounts; then
+        echo "ubuntu_image: still mounted under $DIR; not removing it" >&2
+        return
+    fi
+    rm -rf --one-file-system "$DIR"
 }
 trap cleanup EXIT
 
