@@ -1,6 +1,7 @@
 #!/bin/sh
 # run-all.sh — sets up, builds and runs the whole test suite: the README's test command and what CI runs.
-# 1. release build: the unit and smoke suites (the smoke tests start real servers);
+# 1. release build: the unit, smoke and deploy suites (the smoke tests start real servers; the deploy tests check
+#    deploy/ and run the Dockerfile's build steps and nginx here);
 # 2. the same under AddressSanitizer + UndefinedBehaviorSanitizer (+ LeakSanitizer, servers included);
 # 3. the tokenizer's libFuzzer harness (clang, ASan + UBSan) for 45 s, so that it keeps building and passing
 #    (the long runs are in docs/FUZZING.md).
