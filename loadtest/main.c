@@ -195,7 +195,7 @@ int main(int argc, char **argv)
         int c = o.concurrency[i];
         runner_config rc_ = {
             .rq = &rq, .prompts = &pr, .concurrency = c, .rate = o.rate,
-            .requests = o.duration_s > 0 ? 0 : o.requests ? o.requests : options_default_requests(c),
+            .requests = options_requests(&o, i),
             .duration_s = o.duration_s, .seed = ri.seed, .level = (unsigned)i, .stop = &stop_signal,
             .stop_fd = stop_pipe[0], .progress_tty = isatty(STDERR_FILENO),
         };

@@ -26,7 +26,8 @@ void options_usage(FILE *f)
         "  --rate R           open loop: requests arrive as a Poisson process of R per second, at most\n"
         "                     `concurrency` in flight (an arrival waits for a free client); without it the loop\n"
         "                     is closed: each client sends its next request as soon as its last one finishes\n"
-        "  --requests N       requests per level (default: max(32, 4 x concurrency))\n"
+        "  --requests N[,N..] requests per level: one value for every level, or one per --concurrency value\n"
+        "                     (default: max(32, 4 x concurrency))\n"
         "  --duration S       instead: send new requests for S seconds per level (in-flight ones then finish)\n"
         "  --prompt-len P     random prompts of P token ids each, sent as an id array (default 128); drawn\n"
         "                     uniformly from the vocabulary, different for every request and level\n"
@@ -66,15 +67,12 @@ void options_usage(FILE *f)
         f);
 }
 
-long long options_default_requests(int concurrency)
-{
-    return concurrency * 4LL > 32 ? concurrency * 4LL : 32;
-}
-
 void options_free(options *o)
 {
     free(o->concurrency);
+    free(o->requests);
     o->concurrency = NULL;
+    o->requests = NULL;
 }
 
 enum {
@@ -132,38 +130,79 @@ static int bad_value(char *err, size_t err_len, const char *flag, const char *wa
     return -1;
 }
 
-static int parse_concurrency(options *o, const char *s, char *err, size_t err_len)
+/* A comma-separated list of integers in [min, max] into a malloc'd array (*out, *n). */
+static int parse_list(const char *flag, const char *s, long long min, long long max, long long **out, int *n,
+                      char *err, size_t err_len)
 {
-    free(o->concurrency);
-    o->concurrency = NULL;
-    o->n_concurrency = 0;
+    free(*out);
+    *out = NULL;
+    *n = 0;
     size_t cap = 1;
     for (const char *c = s; *c; c++)
         cap += *c == ',';
-    o->concurrency = malloc(cap * sizeof *o->concurrency);
-    if (!o->concurrency) {
+    *out = malloc(cap * sizeof **out);
+    if (!*out) {
         snprintf(err, err_len, "out of memory");
         return -1;
     }
     const char *p = s;
     for (;;) {
-        size_t n = strcspn(p, ",");
+        size_t len = strcspn(p, ",");
         char item[32];
         long long v;
-        if (n == 0 || n >= sizeof item)
-            return bad_value(err, err_len, "concurrency", "a comma-separated list of integers in [1, 4096]", s);
-        memcpy(item, p, n);
-        item[n] = 0;
-        if (!parse_ll(item, 1, OPTIONS_MAX_CONCURRENCY, &v)) {
-            snprintf(err, err_len, "--concurrency values must be integers in [1, %d], got \"%s\"",
-                     OPTIONS_MAX_CONCURRENCY, item);
+        if (len == 0 || len >= sizeof item) {
+            snprintf(err, err_len, "--%s must be a comma-separated list of integers in [%lld, %lld], got \"%s\"",
+                     flag, min, max, s);
             return -1;
         }
-        o->concurrency[o->n_concurrency++] = (int)v;
-        if (!p[n])
+        memcpy(item, p, len);
+        item[len] = 0;
+        if (!parse_ll(item, min, max, &v)) {
+            snprintf(err, err_len, "--%s values must be integers in [%lld, %lld], got \"%s\"", flag, min, max,
+                     item);
+            return -1;
+        }
+        (*out)[(*n)++] = v;
+        if (!p[len])
             return 0;
-        p += n + 1;
+        p += len + 1;
     }
+}
+
+static int parse_concurrency(options *o, const char *s, char *err, size_t err_len)
+{
+    long long *v = NULL;
+    int n = 0;
+    free(o->concurrency);
+    o->concurrency = NULL;
+    o->n_concurrency = 0;
+    if (parse_list("concurrency", s, 1, OPTIONS_MAX_CONCURRENCY, &v, &n, err, err_len)) {
+        free(v);
+        return -1;
+    }
+    o->concurrency = malloc((size_t)n * sizeof *o->concurrency);
+    if (!o->concurrency) {
+        free(v);
+        snprintf(err, err_len, "out of memory");
+        return -1;
+    }
+    for (int i = 0; i < n; i++)
+        o->concurrency[i] = (int)v[i];
+    o->n_concurrency = n;
+    free(v);
+    return 0;
+}
+
+long long options_requests(const options *o, int level)
+{
+    if (o->duration_s > 0)
+        return 0;
+    if (o->n_requests == 1)
+        return o->requests[0];
+    if (o->n_requests > 1)
+        return o->requests[level];
+    int c = o->concurrency[level];
+    return c * 4LL > 32 ? c * 4LL : 32;
 }
 
 int options_parse(int argc, char **argv, options *o, char *err, size_t err_len)
@@ -196,8 +235,8 @@ int options_parse(int argc, char **argv, options *o, char *err, size_t err_len)
                 return bad_value(err, err_len, name, "a number of requests per second in (0, 1e6]", a);
             break;
         case OPT_REQUESTS:
-            if (!parse_ll(a, 1, 1000000000LL, &o->requests))
-                return bad_value(err, err_len, name, "an integer in [1, 1e9]", a);
+            if (parse_list(name, a, 1, 1000000000LL, &o->requests, &o->n_requests, err, err_len))
+                return -1;
             break;
         case OPT_DURATION:
             if (!parse_double(a, 0, 1e7, &o->duration_s))
@@ -254,7 +293,7 @@ int options_parse(int argc, char **argv, options *o, char *err, size_t err_len)
         snprintf(err, err_len, "--url is required (e.g. --url http://127.0.0.1:8080)");
         return -1;
     }
-    if (o->requests && o->duration_s > 0) {
+    if (o->n_requests && o->duration_s > 0) {
         snprintf(err, err_len, "--requests and --duration exclude each other: give one");
         return -1;
     }
@@ -270,5 +309,10 @@ int options_parse(int argc, char **argv, options *o, char *err, size_t err_len)
         o->prompt_len = 128;
     if (!o->n_concurrency && parse_concurrency(o, "1", err, err_len))
         return -1;
+    if (o->n_requests > 1 && o->n_requests != o->n_concurrency) {
+        snprintf(err, err_len, "--requests has %d values for %d --concurrency levels: give one, or one per level",
+                 o->n_requests, o->n_concurrency);
+        return -1;
+    }
     return 0;
 }

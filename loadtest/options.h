@@ -17,7 +17,8 @@ typedef struct options {
     int *concurrency;      /* [n_concurrency] levels, in the order given */
     int n_concurrency;
     double rate;           /* > 0: open loop (Poisson arrivals per second) */
-    long long requests;    /* > 0: requests per level (0 with duration_s, else the default) */
+    long long *requests;   /* [n_requests]: one count for every level, or one per level; none: the default */
+    int n_requests;
     double duration_s;     /* > 0: seconds of sending per level */
     int prompt_len;        /* random prompts: token ids each */
     const char *prompts_file;
@@ -31,8 +32,8 @@ typedef struct options {
     bool help;
 } options;
 
-/* Requests per level when neither --requests nor --duration is given. */
-long long options_default_requests(int concurrency);
+/* Requests to send at level `level` (an index into concurrency); 0 with --duration. */
+long long options_requests(const options *o, int level);
 
 /* 0, or -1 with a message for the user in err (a usage error). */
 int options_parse(int argc, char **argv, options *o, char *err, size_t err_len);

@@ -30,8 +30,10 @@ void report_header(FILE *f, const options *o, const run_info *ri)
         fprintf(f, "closed loop: `conc` clients, each sending its next request when the last one finishes");
     if (o->duration_s > 0)
         fprintf(f, "; %g s per level", o->duration_s);
-    else if (o->requests > 0)
-        fprintf(f, "; %lld requests per level", o->requests);
+    else if (o->n_requests == 1)
+        fprintf(f, "; %lld requests per level", o->requests[0]);
+    else if (o->n_requests > 1)
+        fprintf(f, "; requests per level as --requests lists them");
     else
         fprintf(f, "; max(32, 4 x conc) requests per level");
     fprintf(f, "; timeout %g s\n", o->timeout_s);
@@ -224,10 +226,10 @@ static cJSON *params_json(const options *o, const run_info *ri, bool *ok)
         put_null(p, "requests", ok);
         put_num(p, "duration_s", o->duration_s, ok);
     } else {
-        if (o->requests > 0)
-            put_num(p, "requests", (double)o->requests, ok);
-        else
-            put_str(p, "requests", "max(32, 4 x concurrency)", ok);
+        cJSON *req = cJSON_CreateArray(); /* per level, in the order of "concurrency" */
+        for (int i = 0; req && i < o->n_concurrency; i++)
+            *ok = cJSON_AddItemToArray(req, cJSON_CreateNumber((double)options_requests(o, i))) && *ok;
+        put_item(p, "requests", req, ok);
         put_null(p, "duration_s", ok);
     }
     if (o->prompts_file) {

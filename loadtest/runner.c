@@ -28,6 +28,7 @@ typedef struct shared {
     size_t failed;          /* finished with an error (not counting interruptions) */
     long long out_tokens;
     int clients;            /* threads still running */
+    atomic_int in_flight;   /* requests sent and not finished */
     bool abort;             /* out of memory, or a thread failed to start: stop the level */
 } shared;
 
@@ -73,7 +74,9 @@ static void *client(void *arg)
         req_result r;
         if (c->rate <= 0 || wait_until(c, at)) {
             if (request_body(c->rq, c->prompts, c->level, (unsigned long long)i, &body)) {
+                atomic_fetch_add(&s->in_flight, 1);
                 request_run(c->rq, body.s, body.len, s->t0, &r);
+                atomic_fetch_sub(&s->in_flight, 1);
                 sent = true;
             } else {
                 oom = true;
@@ -115,14 +118,15 @@ static void *client(void *arg)
     return NULL;
 }
 
-static void progress(const runner_config *c, double elapsed, size_t done, size_t failed, long long tokens, bool last)
+static void progress(const runner_config *c, double elapsed, size_t done, int in_flight, size_t failed,
+                     long long tokens, bool last)
 {
     char line[160];
     int n = snprintf(line, sizeof line, "[concurrency %d] %zu", c->concurrency, done);
     if (c->requests > 0)
         n += snprintf(line + n, sizeof line - (size_t)n, "/%lld", c->requests);
-    snprintf(line + n, sizeof line - (size_t)n, " requests, %zu failed, %.0f output tok/s, %.0f s", failed,
-             elapsed > 0 ? (double)tokens / elapsed : 0.0, elapsed);
+    snprintf(line + n, sizeof line - (size_t)n, " requests done, %d in flight, %zu failed, %.0f output tok/s, %.0f s",
+             in_flight, failed, elapsed > 0 ? (double)tokens / elapsed : 0.0, elapsed);
     if (c->progress_tty)
         fprintf(stderr, last ? "\r\033[K" : "\r%s\033[K", line);
     else if (!last)
@@ -180,7 +184,7 @@ int runner_run(const runner_config *c, level_results *out, char *err, size_t err
             size_t done = out->n, failed = s.failed;
             long long tokens = s.out_tokens;
             pthread_mutex_unlock(&s.mu);
-            progress(c, elapsed, done, failed, tokens, false);
+            progress(c, elapsed, done, atomic_load(&s.in_flight), failed, tokens, false);
             drawn = true;
             pthread_mutex_lock(&s.mu);
         }
@@ -193,7 +197,7 @@ int runner_run(const runner_config *c, level_results *out, char *err, size_t err
     for (int k = 0; k < started; k++)
         pthread_join(th[k], NULL);
     if (drawn)
-        progress(c, 0, 0, 0, 0, true);
+        progress(c, 0, 0, 0, 0, 0, true);
     pthread_attr_destroy(&ta);
     pthread_cond_destroy(&s.cv);
     pthread_mutex_destroy(&s.mu);
