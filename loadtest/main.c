@@ -232,6 +232,8 @@ int main(int argc, char **argv)
     }
 
 out:
+    if (rc == EXIT_SETUP && atomic_load(&stop_signal)) /* interrupted while setting up: say so */
+        rc = 128 + atomic_load(&stop_signal);
     if (json)
         fclose(json);
     for (int i = 0; i < n_levels; i++) {

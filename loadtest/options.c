@@ -58,12 +58,13 @@ void options_usage(FILE *f)
         "bad_response, stream_error (an error event), token_count_mismatch, client_error.\n"
         "\n"
         "Ctrl-C (SIGINT) stops sending, gives requests in flight up to 5 s (then they count as interrupted, not\n"
-        "as errors), prints and writes what was measured, and exits with 130. A second Ctrl-C exits at once.\n"
+        "as errors), prints and writes what was measured, and exits with 130 (SIGTERM: the same, 143). A second\n"
+        "Ctrl-C exits at once.\n"
         "A progress line goes to stderr on levels longer than 2 s.\n"
         "\n"
         "Exit status: 0 every request succeeded; 1 some requests failed; 2 bad usage; 3 the run could not start\n"
         "(server unreachable, vocabulary unknown, prompts file or --json OUT unusable) or its results could not\n"
-        "be written; 130 interrupted (partial results printed and written).\n",
+        "be written; 130 (143) interrupted by SIGINT (SIGTERM): partial results printed and written.\n",
         f);
 }
 

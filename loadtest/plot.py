@@ -57,8 +57,11 @@ def main():
         if timed:
             ax_ttft.plot(timed, [levels[c]["ttft_ms"]["p50"] for c in timed], "o-", color=color, label=label + " p50")
             ax_ttft.plot(timed, [levels[c]["ttft_ms"]["p99"] for c in timed], "s--", color=color, label=label + " p99")
+    ticks = sorted({c for levels in series.values() for c in levels})
     for ax in (ax_tok, ax_ttft):
         ax.set_xscale("log", base=2)
+        ax.set_xticks(ticks, [str(c) for c in ticks])  # the concurrency values themselves, not powers of 2
+        ax.minorticks_off()
         ax.set_xlabel("concurrency (clients)")
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=8)
