@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """fake_server.py — a misbehaving stand-in for flashkernel-server, for the load tester's tests (standard library
-only). It listens on a free port of 127.0.0.1, prints "PORT <n>" on stdout, and answers:
+only). It listens on a free port of 127.0.0.1, prints "PORT <port> PID <pid>" on stdout (the pid to stop it by: a
+python3 found on PATH may be a wrapper that forks), exits by itself after --lifetime seconds (default 300), and
+answers:
 
   GET /v1/models       {"data": [{"id": "fake-model", "max_model_len": 4096}]}
   POST /generate, POST /v1/completions    by MODE (request k = the k-th generation request, from 0):
@@ -24,6 +26,7 @@ only). It listens on a free port of 127.0.0.1, prints "PORT <n>" on stdout, and 
 """
 import argparse
 import json
+import os
 import random
 import socket
 import sys
@@ -38,6 +41,7 @@ def parse_args():
     ap.add_argument("--delay", type=float, default=0.05)
     ap.add_argument("--die-after", type=int, default=3)
     ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--lifetime", type=float, default=300)
     return ap.parse_args()
 
 
@@ -232,12 +236,13 @@ def main():
     LISTENER.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     LISTENER.bind(("127.0.0.1", 0))
     LISTENER.listen(512)
-    print("PORT %d" % LISTENER.getsockname()[1], flush=True)
+    print("PORT %d PID %d" % (LISTENER.getsockname()[1], os.getpid()), flush=True)
+    threading.Timer(ARGS.lifetime, lambda: os._exit(0)).start()  # never outlive a test that forgot it
     while True:
         try:
             conn, _ = LISTENER.accept()
         except OSError:  # closed by "die": nothing more to accept
-            time.sleep(3600)
+            time.sleep(ARGS.lifetime)
             return
         threading.Thread(target=handle, args=(conn,), daemon=True).start()
 

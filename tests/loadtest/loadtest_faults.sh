@@ -7,7 +7,7 @@ set -eu
 : "${FK_LOADTEST:?}" "${FK_SOURCE_ROOT:?}"
 PY=${FK_PYTHON:-python3}
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/fk-loadtest-faults-XXXXXX")
-FAKE_PID=""
+FAKE_PID="" # the fake server's own pid, as it reports it
 cleanup() {
     if [ -n "$FAKE_PID" ]; then kill "$FAKE_PID" 2>/dev/null || true; fi
     rm -rf "$WORK"
@@ -24,17 +24,18 @@ echo "random seed: FK_TEST_SEED=$SEED"
 
 # fake MODE [flags]: (re)starts the fake server; sets URL.
 fake() {
-    if [ -n "$FAKE_PID" ]; then kill "$FAKE_PID" 2>/dev/null || true; wait "$FAKE_PID" 2>/dev/null || true; fi
+    if [ -n "$FAKE_PID" ]; then kill "$FAKE_PID" 2>/dev/null || true; fi
     : >"$WORK/fake.out"
-    "$PY" "$FK_SOURCE_ROOT/tests/loadtest/fake_server.py" "$@" --seed "$SEED" >"$WORK/fake.out" 2>"$WORK/fake.err" &
-    FAKE_PID=$!
+    "$PY" "$FK_SOURCE_ROOT/tests/loadtest/fake_server.py" "$@" --seed "$SEED" --lifetime 120 >"$WORK/fake.out" \
+        2>"$WORK/fake.err" &
     local i port=""
-    for i in $(seq 1 100); do
-        port=$(sed -n 's/^PORT //p' "$WORK/fake.out")
+    for i in $(seq 1 200); do
+        port=$(sed -n 's/^PORT \([0-9]*\) PID .*/\1/p' "$WORK/fake.out")
         [ -n "$port" ] && break
         sleep 0.05
     done
     [ -n "$port" ] || fail "the fake server did not start"
+    FAKE_PID=$(sed -n 's/^PORT [0-9]* PID \([0-9]*\)/\1/p' "$WORK/fake.out")
     URL="http://127.0.0.1:$port"
 }
 
