@@ -110,7 +110,7 @@ int main(int argc, char **argv)
     http_target target = {0};
     prompts pr = {0};
     request_config rq = {0};
-    char *model = NULL, *command = join_args(argc, argv);
+    char *model = NULL, *json_part = NULL, *command = join_args(argc, argv);
     level_summary *sums = calloc((size_t)o.n_concurrency, sizeof *sums);
     level_results *res = calloc((size_t)o.n_concurrency, sizeof *res);
     int n_levels = 0;
@@ -125,9 +125,17 @@ int main(int argc, char **argv)
         goto out;
     }
     raise_fd_limit();
-    if (o.json_out && !(json = fopen(o.json_out, "w"))) { /* fail before the run, not after it */
-        fprintf(stderr, "flashkernel-loadtest: cannot write --json %s: %s\n", o.json_out, strerror(errno));
-        goto out;
+    /* The results go to OUT.part, renamed to OUT at the end: a run that cannot start leaves an earlier OUT alone,
+     * and one that cannot write fails before it runs, not after. */
+    if (o.json_out) {
+        json_part = malloc(strlen(o.json_out) + sizeof ".part");
+        if (json_part)
+            sprintf(json_part, "%s.part", o.json_out);
+        if (!json_part || !(json = fopen(json_part, "w"))) {
+            fprintf(stderr, "flashkernel-loadtest: cannot write --json %s: %s\n", o.json_out,
+                    json_part ? strerror(errno) : "out of memory");
+            goto out;
+        }
     }
     if (http_target_init(&target, &u, err, sizeof err)) {
         fprintf(stderr, "flashkernel-loadtest: %s\n", err);
@@ -221,12 +229,14 @@ int main(int argc, char **argv)
 
     rc = broken ? EXIT_SETUP : sig ? 128 + sig : any_failed ? EXIT_FAILED_REQUESTS : EXIT_ALL_OK;
     if (json) {
+        errno = 0;
         int w = report_json(json, &o, &ri, sums, res, n_levels);
         int c = fclose(json);
         json = NULL;
-        if (w || c) {
+        if (w || c || rename(json_part, o.json_out)) {
             fprintf(stderr, "flashkernel-loadtest: cannot write --json %s: %s\n", o.json_out,
-                    w && !errno ? "out of memory" : strerror(errno));
+                    errno ? strerror(errno) : "out of memory");
+            unlink(json_part);
             rc = EXIT_SETUP;
         }
     }
@@ -234,8 +244,11 @@ int main(int argc, char **argv)
 out:
     if (rc == EXIT_SETUP && atomic_load(&stop_signal)) /* interrupted while setting up: say so */
         rc = 128 + atomic_load(&stop_signal);
-    if (json)
+    if (json) {
         fclose(json);
+        unlink(json_part);
+    }
+    free(json_part);
     for (int i = 0; i < n_levels; i++) {
         stats_free(&sums[i]);
         runner_results_free(&res[i]);

@@ -68,12 +68,15 @@ rc=0
 [ "$rc" = 3 ] && grep -q "cannot write --json /nonexistent-dir/out.json" "$WORK/err" ||
     fail "unwritable --json: status $rc, stderr $(cat "$WORK/err")"
 rc=0
+echo '{"earlier": "results"}' >"$WORK/keep.json"
 start=$(date +%s%N)
-"$FK_LOADTEST" --url "$URL" --timeout 5 >"$WORK/out" 2>"$WORK/err" || rc=$?
+"$FK_LOADTEST" --url "$URL" --timeout 5 --json "$WORK/keep.json" >"$WORK/out" 2>"$WORK/err" || rc=$?
 ms=$((($(date +%s%N) - start) / 1000000))
 [ "$rc" = 3 ] && grep -q "cannot reach the server: .*refused" "$WORK/err" ||
     fail "no server: status $rc, stderr $(cat "$WORK/err")"
 [ "$ms" -lt 2000 ] || fail "no server: took $ms ms to give up on a refused connection"
+[ "$(cat "$WORK/keep.json")" = '{"earlier": "results"}' ] && [ ! -e "$WORK/keep.json.part" ] ||
+    fail "a run that could not start touched the --json file"
 rc=0
 "$FK_LOADTEST" --url "http://no-such-host.invalid:8080" >"$WORK/out" 2>"$WORK/err" || rc=$?
 [ "$rc" = 3 ] && grep -q "cannot resolve host \"no-such-host.invalid\"" "$WORK/err" ||
