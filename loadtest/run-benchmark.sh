@@ -14,7 +14,8 @@
 # usage: loadtest/run-benchmark.sh SERVER LOADTEST CLI OUTDIR
 #   e.g. loadtest/run-benchmark.sh build/server/flashkernel-server build/loadtest/flashkernel-loadtest \
 #            build/tools/flashkernel /tmp/fk-bench
-# Needs bash and the three binaries only (no curl, jq or Python). About two minutes on an H100.
+# Needs bash and the three binaries only (no curl, jq or Python). Expected to take about two minutes on an H100
+# (an estimate, not yet measured: writing the models takes seconds; the concurrency-1 levels take the most).
 # FK_BENCH_DEVICE=cpu (default cuda) runs the same script on the CPU: only to try the script itself.
 set -euo pipefail
 
