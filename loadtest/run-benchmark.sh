@@ -97,6 +97,10 @@ for spec in "llama llama-3.2-1b 1024" "gpt2 gpt2-124m 768"; do
         say "# made $dir in $((SECONDS - t)) s: $CLI make-model --arch $arch --preset $preset --dtype f16 --out $dir"
     fi
     start_server "$dir" "$preset"
+    # warm-up, not recorded: first-use costs (CUDA graph captures per batch shape, allocator growth) stay out of
+    # the first levels' figures
+    "$LOADTEST" --url "http://127.0.0.1:$PORT" --concurrency 1,16,256 --requests 2,16,256 --prompt-len 128 \
+        --max-tokens 32 --ignore-eos --stream --seed 2 --timeout 120 >/dev/null || say "# warning: the warm-up failed"
     sweep "$preset" 128 128 1,4,16,64,256 16,16,32,128,512
     sweep "$preset" "$long_prompt" 256 1,16 8,32
     stop_server
