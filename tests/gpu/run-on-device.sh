@@ -1,13 +1,15 @@
 #!/bin/sh
 # run-on-device.sh — the GPU suite and benchmarks on a GPU host with no package access (nvcc, cuBLAS, meson and
 # ninja there; Debian .deb files carried in .deps by `deploy/offline-deps.sh download .deps` here).
-#   tests/gpu/run-on-device.sh [test] [sanitize] [bench] [server]      (default: all four)
+#   tests/gpu/run-on-device.sh [test] [sanitize] [bench] [server] [serving]   (default: all but serving)
 #   test:     build natively (sm_90) and as compute_75 PTX only (the T4 path, JIT-compiled by the driver) and run
 #             the gpu suite on both
 #   sanitize: compute-sanitizer memcheck (leak check), racecheck, initcheck and synccheck on the op tests
 #   bench:    kernels/bench (ours vs the measured device ceilings), PyTorch SDPA peers, and batch-1 greedy decode
 #             of a Llama-3.2-1B-shaped model against Hugging Face transformers generate()
 #   server:   flashkernel-server --device cuda serving the demo model and the 1B-shaped model (server_check.py)
+#   serving:  the end-to-end serving benchmark (loadtest/run-benchmark.sh) and its transformers baseline
+#             (loadtest/hf_baseline.py); results in $OUT/serving
 # Logs go to $OUT/logs.tar.gz (or /tmp/fk-out); failing tests' output and a summary table are printed last.
 set -u
 cd "$(dirname "$0")/../.."
@@ -84,6 +86,16 @@ case " $steps " in *" server "*)
         note "$(grep -E '^(FAIL|server --device)' "$out/server-$(basename $model).log" || echo "server_check $model: no result")"
         grep -q "^FAIL" "$out/server-$(basename $model).log" && tail -40 "$out/server-$(basename $model).log"
     done ;;
+esac
+case " $steps " in *" serving "*)
+    [ -x /tmp/fk-native/loadtest/flashkernel-loadtest ] || build native sm_90
+    mkdir -p "$dest/serving"
+    loadtest/run-benchmark.sh /tmp/fk-native/server/flashkernel-server /tmp/fk-native/loadtest/flashkernel-loadtest \
+        /tmp/fk-native/tools/flashkernel /tmp/fk-serving >"$out/serving.log" 2>&1 || note "run-benchmark.sh: FAILED"
+    cp /tmp/fk-serving/*.json /tmp/fk-serving/*.txt /tmp/fk-serving/*.log "$dest/serving/" 2>/dev/null
+    grep -E "^#|^ *[0-9]+ " /tmp/fk-serving/benchmark.txt | tee -a "$summary"
+    python3 loadtest/hf_baseline.py /tmp/fk-serving/models/llama-3.2-1b /tmp/fk-serving/models/gpt2-124m 2>&1 |
+        grep -E "^#|BASELINE|Error" | tee -a "$summary" ;;
 esac
 tar czf "$dest/logs.tar.gz" -C "$out" .
 echo "==== summary"; cat "$summary"

@@ -1,0 +1,178 @@
+#!/bin/bash
+# loadtest_faults.sh — flashkernel-loadtest against tests/loadtest/fake_server.py, a server that misbehaves on purpose:
+# every failure is reported under its kind with the exact count the fake server's mode implies, the run never hangs
+# (bounded by --timeout), the exit status says what happened, and SIGINT mid-run gives partial results. The fake
+# server also checks the parser on valid answers cut into random pieces (chunked, LF/CRLF, pings, close-delimited).
+set -eu
+: "${FK_LOADTEST:?}" "${FK_SOURCE_ROOT:?}"
+PY=${FK_PYTHON:-python3}
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/fk-loadtest-faults-XXXXXX")
+FAKE_PID="" # the fake server's own pid, as it reports it
+cleanup() {
+    if [ -n "$FAKE_PID" ]; then kill "$FAKE_PID" 2>/dev/null || true; fi
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+fail() {
+    echo "FAIL: $*" >&2
+    [ -f "$WORK/fake.err" ] && echo "--- fake server: $(cat "$WORK/fake.err")" >&2
+    [ -f "$WORK/err" ] && echo "--- loadtest stderr: $(cat "$WORK/err")" >&2
+    exit 1
+}
+SEED=${FK_TEST_SEED:-$RANDOM$RANDOM}
+echo "random seed: FK_TEST_SEED=$SEED"
+
+# fake MODE [flags]: (re)starts the fake server; sets URL.
+fake() {
+    if [ -n "$FAKE_PID" ]; then kill "$FAKE_PID" 2>/dev/null || true; fi
+    : >"$WORK/fake.out"
+    "$PY" "$FK_SOURCE_ROOT/tests/loadtest/fake_server.py" "$@" --seed "$SEED" --lifetime 120 >"$WORK/fake.out" \
+        2>"$WORK/fake.err" &
+    local i port=""
+    for i in $(seq 1 200); do
+        port=$(sed -n 's/^PORT \([0-9]*\) PID .*/\1/p' "$WORK/fake.out")
+        [ -n "$port" ] && break
+        sleep 0.05
+    done
+    [ -n "$port" ] || fail "the fake server did not start"
+    FAKE_PID=$(sed -n 's/^PORT [0-9]* PID \([0-9]*\)/\1/p' "$WORK/fake.out")
+    URL="http://127.0.0.1:$port"
+}
+
+# lt ARGS...: runs the load tester (stdout $WORK/out, stderr $WORK/err, JSON $WORK/run.json); sets RC and MS.
+lt() {
+    local start
+    start=$(date +%s%N)
+    RC=0
+    "$FK_LOADTEST" --url "$URL" --vocab 1000 --seed "$SEED" --json "$WORK/run.json" "$@" >"$WORK/out" 2>"$WORK/err" ||
+        RC=$?
+    MS=$((($(date +%s%N) - start) / 1000000))
+}
+
+# check PYTHON_EXPR: evaluates the expression with `d` = the run's JSON, `l` = its first level; fails if false.
+check() {
+    "$PY" - "$WORK/run.json" "$1" <<'PYEOF' || fail "check failed: $1 ($(cat "$WORK/out"))"
+import json, sys
+d = json.load(open(sys.argv[1]))
+l = d["levels"][0]
+if not eval(sys.argv[2]):
+    print("false: %s\nlevel: %s" % (sys.argv[2], {k: v for k, v in l.items() if k != "results"}), file=sys.stderr)
+    sys.exit(1)
+PYEOF
+}
+
+note() { echo "== $*"; }
+
+note "valid answers in random pieces: every endpoint and framing, all requests succeed with max_tokens tokens"
+fake ok
+for ep in generate completions; do
+    for stream in "" --stream; do
+        lt --endpoint "$ep" $stream --concurrency 1,3 --requests 9 --max-tokens 17 --prompt-len 5
+        [ "$RC" = 0 ] || fail "ok/$ep/$stream: exit status $RC"
+        check 'all(x["ok"] == 9 and x["failed"] == 0 and x["output_tokens"] == 9 * 17 and x["prompt_tokens"] == 9 * 5
+                   for x in d["levels"])'
+        check 'all(r["output_tokens"] == 17 and r["finish_reason"] == "length" for x in d["levels"] for r in x["results"])'
+        if [ -n "$stream" ]; then
+            check 'all(r["token_events"] == 17 and 0 <= r["ttft_ms"] <= r["e2e_ms"] for r in l["results"])'
+            check 'l["ttft_ms"]["measured"] and l["ttft_ms"]["n"] == 9 and l["itl_ms"]["n"] == 9 * 16'
+        else
+            check 'not l["ttft_ms"]["measured"] and l["ttft_ms"]["p50"] is None and l["itl_ms"]["p99"] is None'
+        fi
+    done
+done
+fake ok --close
+lt --concurrency 2,5 --requests 6,11 --max-tokens 9 # and one request count per level
+[ "$RC" = 0 ] || fail "close-delimited: exit status $RC"
+check '[x["ok"] for x in d["levels"]] == [6, 11] and d["params"]["requests"] == [6, 11] and l["output_tokens"] == 54'
+
+note "mixed answers (ok, 429, 503, drop in turn): counted by kind, exit status 1"
+fake mixed
+for stream in "" --stream; do
+    lt --concurrency 3 --requests 16 --max-tokens 8 $stream
+    [ "$RC" = 1 ] || fail "mixed: exit status $RC, want 1"
+    check 'l["requests"] == 16 and l["ok"] == 4 and l["failed"] == 12'
+    check 'l["errors"] == {"http_429": 4, "http_503": 4, "dropped": 4}'
+    check '"server overloaded, retry later" in l["error_examples"]["http_429"]'
+    check '"server is shutting down" in l["error_examples"]["http_503"]'
+    check 'l["output_tokens"] == 4 * 8 and sorted(r["status"] for r in l["results"]).count(429) == 4'
+    grep -q "dropped:4 http_429:4 http_503:4" "$WORK/out" || fail "the table row lacks the errors: $(cat "$WORK/out")"
+done
+
+for mode in 429 503; do
+    note "every request answered $mode"
+    fake "$mode"
+    lt --concurrency 4 --requests 10 --endpoint completions
+    [ "$RC" = 1 ] || fail "$mode: exit status $RC"
+    check "l['errors'] == {'http_$mode': 10} and l['ok'] == 0 and l['output_tok_per_s'] == 0"
+done
+
+note "connections closed before any answer: dropped"
+fake reset
+lt --concurrency 2 --requests 6 --stream
+[ "$RC" = 1 ] || fail "reset: exit status $RC"
+check 'l["errors"] == {"dropped": 6} and "before any response" in l["error_examples"]["dropped"]'
+
+note "token counts that disagree with usage: token_count_mismatch (stream and /generate's tokens)"
+fake miscount
+for stream in "" --stream; do
+    lt --concurrency 2 --requests 4 --max-tokens 5 $stream
+    check 'l["errors"] == {"token_count_mismatch": 4}'
+done
+
+note "an error event inside a 200 stream: stream_error"
+fake errorevent
+lt --concurrency 2 --requests 4 --stream --endpoint completions
+check 'l["errors"] == {"stream_error": 4} and "device failure" in l["error_examples"]["stream_error"]'
+
+note "a server that never answers: every request times out at --timeout, the run ends"
+fake hang
+lt --concurrency 2 --requests 4 --timeout 1 --stream
+[ "$RC" = 1 ] || fail "hang: exit status $RC"
+check 'l["errors"] == {"timeout": 4} and all(950 <= r["e2e_ms"] <= 2500 for r in l["results"])'
+[ "$MS" -lt 6000 ] || fail "hang: 2 rounds of 1 s timeouts took $MS ms"
+note "a server that does not even answer GET /v1/models: exit status 3 after --timeout"
+fake silent
+lt --timeout 1
+[ "$RC" = 3 ] && grep -q "cannot reach the server: GET /v1/models: .*timed out" "$WORK/err" ||
+    fail "silent: exit status $RC"
+[ "$MS" -lt 4000 ] || fail "silent: took $MS ms"
+
+note "a server that dies after 3 requests: the rest are refused"
+fake die --die-after 3
+lt --concurrency 1 --requests 7 --max-tokens 4
+[ "$RC" = 1 ] || fail "die: exit status $RC"
+check 'l["ok"] == 3 and l["errors"] == {"refused": 4}'
+
+note "SIGINT mid-run: sending stops, requests in flight finish within the grace period, partial results, status 130"
+fake slow --delay 0.05 # a request of 8 tokens takes ~0.45 s
+"$FK_LOADTEST" --url "$URL" --vocab 1000 --concurrency 2 --requests 1000 --max-tokens 8 --stream \
+    --json "$WORK/run.json" >"$WORK/out" 2>"$WORK/err" &
+pid=$!
+sleep 2
+start=$(date +%s%N)
+kill -INT "$pid"
+RC=0
+wait "$pid" || RC=$?
+MS=$((($(date +%s%N) - start) / 1000000))
+[ "$RC" = 130 ] || fail "SIGINT: exit status $RC, want 130"
+[ "$MS" -lt 4900 ] || fail "SIGINT: $MS ms to exit with two short requests in flight (grace: 5 s)"
+check 'd["interrupted"] and 4 <= l["requests"] <= 12 and l["ok"] == l["requests"] and l["interrupted"] == 0'
+check 'l["output_tokens"] == 8 * l["requests"] and l["ttft_ms"]["n"] == l["requests"]'
+grep -q "partial" "$WORK/out" || fail "SIGINT: the table row is not marked partial: $(cat "$WORK/out")"
+grep -q "stopped by signal 2" "$WORK/err" || fail "SIGINT: no note on stderr: $(cat "$WORK/err")"
+
+note "SIGINT with long requests in flight: cut after the 5 s grace period, counted as interrupted, not as errors"
+"$FK_LOADTEST" --url "$URL" --vocab 1000 --concurrency 2 --requests 100 --max-tokens 1000 --stream \
+    --json "$WORK/run.json" >"$WORK/out" 2>"$WORK/err" &
+pid=$!
+sleep 1
+start=$(date +%s%N)
+kill -INT "$pid"
+RC=0
+wait "$pid" || RC=$?
+MS=$((($(date +%s%N) - start) / 1000000))
+[ "$RC" = 130 ] || fail "SIGINT (long): exit status $RC, want 130"
+[ "$MS" -ge 4900 ] && [ "$MS" -lt 9000 ] || fail "SIGINT (long): exited after $MS ms, want the 5 s grace period"
+check 'd["interrupted"] and l["interrupted"] == 2 and l["requests"] == 0 and l["errors"] == {}'
+check 'all(r["error"] == "interrupted" for r in l["results"])'
+echo "PASS"
