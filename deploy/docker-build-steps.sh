@@ -3,15 +3,16 @@
 # same calls on its own machine (tests/deploy/build_steps.sh), so the recipe cannot rot unnoticed. It also builds
 # and installs on a bare-metal host (deploy/g4dn.md). Debian 12 and Ubuntu 24.04 (the CUDA images' base).
 #   build-deps                      compilers, Meson, Ninja and the -dev packages (as root)
-#   build SRC BUILD PREFIX ARCHS    compile flashkernel-server and flashkernel with CUDA for ARCHS (comma-separated,
-#                                   e.g. sm_75,compute_75) in the new directory BUILD, install them into PREFIX/bin
-#                                   and the demo model into PREFIX/share/flashkernel/demo-model
+#   build SRC BUILD PREFIX ARCHS    compile the programs (flashkernel-server, flashkernel, flashkernel-loadtest) with
+#                                   CUDA for ARCHS (comma-separated, e.g. sm_75,compute_75) in the new directory
+#                                   BUILD, install them into PREFIX/bin and the demo model into
+#                                   PREFIX/share/flashkernel/demo-model
 #   runtime-deps                    the shared libraries the binaries load, tini and curl (as root)
 #   packages build|runtime          print the package names of one set on this system
 set -eu
 
 usage() {
-    sed -n '5,10p' "$0" | sed 's/^# //' >&2
+    sed -n '5,11p' "$0" | sed 's/^# //' >&2
     exit 2
 }
 
@@ -62,7 +63,16 @@ build() {
     # fail a user's build. CI's own build keeps -Werror.
     meson setup "$dir" "$src" --prefix "$prefix" --buildtype release -Dwerror=false -Dcuda=enabled \
         "-Dcuda-arch=$archs"
-    ninja -C "$dir" server/flashkernel-server tools/flashkernel
+    # Only what `meson install` installs is compiled, not the tests and benchmarks (Meson depends on Python).
+    set --
+    for target in $(meson introspect --targets "$dir" | python3 -c 'import json, os, sys
+for t in json.load(sys.stdin):
+    if t["installed"]:
+        print(" ".join(os.path.relpath(f, sys.argv[1]) for f in t["filename"]))' "$dir"); do
+        set -- "$@" "$target"
+    done
+    [ $# -gt 0 ] || fail "meson introspect lists no installed targets"
+    ninja -C "$dir" "$@"
     meson install -C "$dir" --no-rebuild
     rm -rf "$prefix/share/flashkernel/demo-model"
     mkdir -p "$prefix/share/flashkernel"

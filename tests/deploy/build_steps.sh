@@ -33,7 +33,7 @@ done
 mapfile -t entry < <(jq -r '.entrypoint[]' "$WORK/plan.json")
 mapfile -t cmd < <(jq -r '.cmd[]' "$WORK/plan.json")
 bin=$(dirname "$(jq -r '.entrypoint[] | select(endswith("/flashkernel-server"))' "$WORK/plan.json")")
-for exe in flashkernel-server flashkernel; do
+for exe in flashkernel-server flashkernel flashkernel-loadtest; do
     [ -x "$bin/$exe" ] || fail "the build step did not install $exe into $bin"
 done
 model=$(jq -r '.env.FLASHKERNEL_MODEL' "$WORK/plan.json")
@@ -41,7 +41,7 @@ model=$(jq -r '.env.FLASHKERNEL_MODEL' "$WORK/plan.json")
 
 note "the binaries load only the runtime image's libraries"
 read -r -a runtime < <("$FK_SOURCE_ROOT/deploy/docker-build-steps.sh" packages runtime)
-for exe in "$bin/flashkernel-server" "$bin/flashkernel"; do
+for exe in "$bin"/*; do
     checked=0
     for lib in $(readelf -d "$exe" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
         case "$lib" in
@@ -62,7 +62,7 @@ for exe in "$bin/flashkernel-server" "$bin/flashkernel"; do
         *) fail "$exe needs $lib from $pkg, which docker-build-steps.sh runtime-deps does not install" ;;
         esac
     done
-    [ "$checked" -ge 4 ] || fail "$exe: only $checked libraries checked"
+    [ "$checked" -ge 3 ] || fail "$exe: only $checked libraries checked"
 done
 
 note "ENTRYPOINT + CMD + ENV: ${entry[*]} ${cmd[*]}"
