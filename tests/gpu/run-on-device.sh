@@ -48,12 +48,14 @@ case " $steps " in *" sanitize "*)
     [ -x /tmp/fk-native/tests/gpu/test_gpu_ops ] || build native sm_90
     # Every gpu test under memcheck (with leaks) and racecheck; the op tests also under initcheck and synccheck.
     # FK_TEST_UNDER_SANITIZER skips only the engine's fault-injection test, whose illegal write is deliberate.
-    # FK_SANITIZE_RUNS (tool:test ...) and FK_SANITIZE_TIMEOUT (seconds per run, default 240) narrow or lengthen it.
+    # FK_SANITIZE_RUNS (tool:test ...) and FK_SANITIZE_TIMEOUT (seconds per run, default 240) narrow or lengthen it;
+    # FK_SANITIZE_ARGS adds options (e.g. --kernel-name kns=_kernel: instrument only our kernels, not cuBLAS').
     runs=${FK_SANITIZE_RUNS:-memcheck:gpu_ops racecheck:gpu_ops initcheck:gpu_ops synccheck:gpu_ops memcheck:gpu_model \
         racecheck:gpu_model memcheck:engine_cuda racecheck:engine_cuda}
     for run in $runs; do
         tool=${run%%:*}; t=${run#*:}; extra=""
         [ $tool = memcheck ] && extra="--leak-check full"
+        extra="$extra ${FK_SANITIZE_ARGS:-}"
         FK_TEST_UNDER_SANITIZER=1 FK_TEST_DEVICE=cuda OMP_WAIT_POLICY=passive timeout ${FK_SANITIZE_TIMEOUT:-240} compute-sanitizer --tool $tool $extra --error-exitcode 9 \
             /tmp/fk-native/tests/gpu/test_$t >"$out/sanitize-$tool-$t.log" 2>&1
         note "compute-sanitizer $tool on test_$t: exit $? — $(grep -E 'PASSED|FAILED' "$out/sanitize-$tool-$t.log" | head -1) $(grep -E 'ERROR SUMMARY|LEAK SUMMARY|RACECHECK SUMMARY' "$out/sanitize-$tool-$t.log" | tr '\n' ' ')"

@@ -717,5 +717,8 @@ int main(void)
         /* last: on the GPU the injected fault is sticky and spoils this process's CUDA context for good */
         cmocka_unit_test_teardown(test_device_fault_fails_every_request, free_live_engines),
     };
+    /* FK_TEST_FILTER=test_batch_* runs only the matching tests (e.g. one per compute-sanitizer process). */
+    if (getenv("FK_TEST_FILTER"))
+        cmocka_set_test_filter(getenv("FK_TEST_FILTER"));
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
