@@ -14,30 +14,13 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dockerfile  # noqa: E402
+from checks import check, finish, flag  # noqa: E402
 
 # `docker stop` waits 10 s by default before SIGKILL. The server drains for --shutdown-timeout, then takes up to a
 # second for the last responses (docs/ARCHITECTURE.md, "Shutdown"); 2 s more for freeing the engine and exiting.
 DOCKER_STOP_GRACE = 10
 MARGIN = 3
 SERVER = "/opt/flashkernel/bin/flashkernel-server"
-
-failures = []
-checks = 0
-
-
-def check(ok, what):
-    global checks
-    checks += 1
-    if not ok:
-        failures.append(what)
-    return ok
-
-
-def flag(words, name):
-    """The value given to `name` in an argv list (the server takes the last one), or None."""
-    words = [str(w) for w in words]
-    at = [i for i, w in enumerate(words[:-1]) if w == name]
-    return words[at[-1] + 1] if at else None
 
 
 def ignored(path, patterns):
@@ -181,7 +164,4 @@ def main():
 
 if __name__ == "__main__":
     main()
-    for f in failures:
-        print("FAIL:", f)
-    print("check_dockerfile: %d checks, %d failed" % (checks, len(failures)))
-    sys.exit(1 if failures or checks == 0 else 0)
+    finish("check_dockerfile")

@@ -16,28 +16,11 @@ import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dockerfile  # noqa: E402
+from checks import check, failures, finish, flag  # noqa: E402
 
 # After --shutdown-timeout the server takes up to a second for the last responses (docs/ARCHITECTURE.md,
 # "Shutdown"); 2 s more for freeing the engine and exiting.
 MARGIN = 3
-
-failures = []
-checks = 0
-
-
-def check(ok, what):
-    global checks
-    checks += 1
-    if not ok:
-        failures.append(what)
-    return ok
-
-
-def flag(words, name):
-    """The value given to `name` in an argv list (the server takes the last one), or None."""
-    words = [str(w) for w in words]
-    at = [i for i, w in enumerate(words[:-1]) if w == name]
-    return words[at[-1] + 1] if at else None
 
 
 def seconds(text):
@@ -302,7 +285,4 @@ def main():
 
 if __name__ == "__main__":
     main()
-    for f in failures:
-        print("FAIL:", f)
-    print("check_manifests: %d checks, %d failed" % (checks, len(failures)))
-    sys.exit(1 if failures or checks == 0 else 0)
+    finish("check_manifests")
