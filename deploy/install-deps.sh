@@ -6,8 +6,9 @@ set -eu
 # clang, libclang-rt-14-dev (libFuzzer) and libomp-dev: the fuzz build that tests/run-all.sh runs briefly.
 # libmicrohttpd-dev: the HTTP server. curl, jq, prometheus (promtool), python3-venv (the `openai` client): the
 # server's smoke tests. g++: nvcc's host compiler. python3-yaml, shellcheck, systemd (systemd-analyze), nginx, tini:
-# the deploy tests (tests/deploy: the manifests' checks, nginx in front of two servers, the image's entrypoint).
-PACKAGES="gcc g++ libc6-dev pkg-config meson ninja-build libcjson-dev libcmocka-dev libpcre2-dev clang
+# the deploy tests (tests/deploy: the manifests' checks, nginx in front of two servers, the image's entrypoint);
+# git: the Dockerfile check lists the tracked files (git ls-files) to compare them with the build context.
+PACKAGES="git gcc g++ libc6-dev pkg-config meson ninja-build libcjson-dev libcmocka-dev libpcre2-dev clang
 libclang-rt-14-dev libomp-dev libmicrohttpd-dev curl jq prometheus python3-venv
 python3-yaml shellcheck systemd nginx tini"
 
