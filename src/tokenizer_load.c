@@ -566,6 +566,25 @@ static fk_status build_matchers(loader *L)
         (list)[(n)++] = (value);                                                                                \
     } while (0)
 
+typedef fk_status (*component_loader)(loader *L, const cJSON *c, const char *where);
+
+/* A "Sequence" normalizer, pre-tokenizer, post-processor or decoder: loads each entry of its list `key` in order. */
+static fk_status load_sequence(loader *L, const cJSON *c, const char *key, const char *where, component_loader load)
+{
+    const cJSON *list;
+    fk_status st = get_list(L, c, key, where, &list);
+    if (st)
+        return st;
+    int i = 0;
+    for (const cJSON *e = list->child; e; e = e->next, i++) {
+        char w[512];
+        snprintf(w, sizeof w, "%s.%s[%d]", where, key, i);
+        if ((st = load(L, e, w)))
+            return st;
+    }
+    return FK_OK;
+}
+
 static fk_status load_normalizer(loader *L, const cJSON *n, const char *where)
 {
     fk_tokenizer *t = L->t;
@@ -575,19 +594,8 @@ static fk_status load_normalizer(loader *L, const cJSON *n, const char *where)
     fk_status st = get_type(L, n, where, &type);
     if (st)
         return st;
-    if (strcmp(type, "Sequence") == 0) {
-        const cJSON *list;
-        if ((st = get_list(L, n, "normalizers", where, &list)))
-            return st;
-        int i = 0;
-        for (const cJSON *e = list->child; e; e = e->next, i++) {
-            char w[512];
-            snprintf(w, sizeof w, "%s.normalizers[%d]", where, i);
-            if ((st = load_normalizer(L, e, w)))
-                return st;
-        }
-        return FK_OK;
-    }
+    if (strcmp(type, "Sequence") == 0)
+        return load_sequence(L, n, "normalizers", where, load_normalizer);
     tok_norm step = {0};
     if (strcmp(type, "Prepend") == 0) {
         step.kind = TOK_NORM_PREPEND;
@@ -623,19 +631,8 @@ static fk_status load_pre_tokenizer(loader *L, const cJSON *p, const char *where
     fk_status st = get_type(L, p, where, &type);
     if (st)
         return st;
-    if (strcmp(type, "Sequence") == 0) {
-        const cJSON *list;
-        if ((st = get_list(L, p, "pretokenizers", where, &list)))
-            return st;
-        int i = 0;
-        for (const cJSON *e = list->child; e; e = e->next, i++) {
-            char w[512];
-            snprintf(w, sizeof w, "%s.pretokenizers[%d]", where, i);
-            if ((st = load_pre_tokenizer(L, e, w)))
-                return st;
-        }
-        return FK_OK;
-    }
+    if (strcmp(type, "Sequence") == 0)
+        return load_sequence(L, p, "pretokenizers", where, load_pre_tokenizer);
     tok_pre step = {0};
     char buf[512];
     if (strcmp(type, "Split") == 0) {
@@ -748,19 +745,8 @@ static fk_status load_post_processor(loader *L, const cJSON *p, const char *wher
     fk_status st = get_type(L, p, where, &type);
     if (st)
         return st;
-    if (strcmp(type, "Sequence") == 0) {
-        const cJSON *list;
-        if ((st = get_list(L, p, "processors", where, &list)))
-            return st;
-        int i = 0;
-        for (const cJSON *e = list->child; e; e = e->next, i++) {
-            char w[512];
-            snprintf(w, sizeof w, "%s.processors[%d]", where, i);
-            if ((st = load_post_processor(L, e, w)))
-                return st;
-        }
-        return FK_OK;
-    }
+    if (strcmp(type, "Sequence") == 0)
+        return load_sequence(L, p, "processors", where, load_post_processor);
     if (strcmp(type, "TemplateProcessing") == 0)
         return load_template(L, p, where);
     if (strcmp(type, "ByteLevel") == 0) /* only trims offsets: no effect on ids */
@@ -778,19 +764,8 @@ static fk_status load_decoder(loader *L, const cJSON *d, const char *where)
     if (st)
         return st;
     t->has_decoder = true;
-    if (strcmp(type, "Sequence") == 0) {
-        const cJSON *list;
-        if ((st = get_list(L, d, "decoders", where, &list)))
-            return st;
-        int i = 0;
-        for (const cJSON *e = list->child; e; e = e->next, i++) {
-            char w[512];
-            snprintf(w, sizeof w, "%s.decoders[%d]", where, i);
-            if ((st = load_decoder(L, e, w)))
-                return st;
-        }
-        return FK_OK;
-    }
+    if (strcmp(type, "Sequence") == 0)
+        return load_sequence(L, d, "decoders", where, load_decoder);
     tok_dec step = {0};
     char buf[512];
     if (strcmp(type, "ByteLevel") == 0) {
