@@ -261,6 +261,44 @@ void fk_free(void *p);
  * model. */
 const fk_tokenizer *fk_model_tokenizer(const fk_model *model);
 
+/* ---- Chat templates ---- */
+
+/* A Hugging Face chat template (the Jinja subset real templates use: tokenizer_config.json's `chat_template`),
+ * rendered byte for byte as transformers renders it (jinja2 with trim_blocks, lstrip_blocks, loop controls,
+ * tojson, raise_exception, strftime_now). Sandboxed: no file or process access; recursion depth, loop iterations
+ * and output size are bounded. Immutable once loaded: any number of threads may render with one template. */
+typedef struct fk_chat_template fk_chat_template;
+
+/* Parses template source (len bytes, need not be NUL-terminated). A syntax error or a construct outside the
+ * supported subset: FK_ERR_FORMAT naming the construct and its line ("line 3: unknown filter 'wordwrap'"). */
+fk_status fk_chat_template_parse(const char *source, size_t len, fk_chat_template **out, fk_error *err);
+
+void fk_chat_template_free(fk_chat_template *tmpl);
+
+/* The template a model directory ships: tokenizer_config.json's `chat_template`, a string, or the list of
+ * {name, template} objects (the one named "default"); also its bos_token and eos_token strings (plain strings or
+ * {"content": ...} objects), NULL where absent. *source, *bos and *eos are malloc'd (fk_free). No
+ * tokenizer_config.json or no chat_template: FK_ERR_IO / FK_ERR_UNSUPPORTED with a message saying so. */
+fk_status fk_chat_template_find(const char *model_dir, char **source, char **bos, char **eos, fk_error *err);
+
+typedef struct fk_chat_render_params {
+    const char *messages_json; /* a JSON array of message objects, as the client sent them (len bytes) */
+    size_t messages_len;
+    bool add_generation_prompt;
+    const char *bos_token; /* NULL: undefined in the template */
+    const char *eos_token;
+    bool fixed_now;        /* strftime_now reads `now` (seconds since the epoch, UTC) instead of the clock */
+    int64_t now;
+} fk_chat_render_params;
+
+/* Renders the template for the messages: *text malloc'd, NUL-terminated, *len bytes (fk_free). Errors:
+ * FK_ERR_INVALID_ARGUMENT when the template calls raise_exception (the message is exactly
+ * "TemplateError: <its message>", as transformers reports it) or when messages_json is not a JSON array;
+ * FK_ERR_FORMAT for a failure while rendering (an unsupported construct reached, a type error, a limit
+ * exceeded), naming it and the line. */
+fk_status fk_chat_template_render(const fk_chat_template *tmpl, const fk_chat_render_params *params, char **text,
+                                  size_t *len, fk_error *err);
+
 #ifdef __cplusplus
 }
 #endif
