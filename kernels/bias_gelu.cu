@@ -4,11 +4,6 @@
 #include "common.cuh"
 #include "kernels.h"
 
-__device__ __forceinline__ float gelu_tanh(float a)
-{
-    return 0.5f * a * (1.0f + tanhf(0.7978845608028654f * (a + 0.044715f * a * a * a)));
-}
-
 // out % 8 == 0 and y, bias 16-byte aligned: groups of 8 never straddle a row.
 __global__ void bias_gelu_vec8_kernel(__half *y, const __half *bias, size_t groups, int out)
 {

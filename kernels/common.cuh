@@ -39,6 +39,74 @@ __device__ __forceinline__ float block_sum(float v, float *scratch)
     return warp_sum(v);
 }
 
+// Programmatic dependent launch (Hopper): a kernel started by fk_launch may begin while the previous kernel on the
+// stream is still running. It must call pdl_wait() before it reads anything earlier work wrote or writes anything
+// earlier work reads (reading weights before it is fine); pdl_wait returns once the previous grid has completed
+// and its memory is visible. pdl_launch_dependents() lets the next kernel be scheduled early (it then waits in its
+// own pdl_wait). Both are no-ops below sm_90, where fk_launch never asks for early launch.
+__device__ __forceinline__ void pdl_wait()
+{
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void pdl_launch_dependents()
+{
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+
+// Set by k_pdl_configure (pdl.cu): the kernels were compiled for sm_90+ (so they contain pdl_wait) and the device
+// honours early launch.
+extern bool fk_pdl_enabled;
+
+// kernel<<<grid, block, smem, stream>>>(args...), with early launch allowed when fk_pdl_enabled. Every kernel
+// launched this way calls pdl_wait() before touching data that earlier kernels produce or consume.
+template <typename... Params, typename... Args>
+cudaError_t fk_launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                      Args... args)
+{
+    cudaLaunchAttribute attr;
+    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr.val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = stream;
+    cfg.attrs = fk_pdl_enabled ? &attr : nullptr;
+    cfg.numAttrs = fk_pdl_enabled ? 1 : 0;
+    return cudaLaunchKernelEx(&cfg, kernel, static_cast<Params>(args)...);
+}
+
+// gelu_new / gelu_tanh(a) = 0.5 a (1 + tanh(sqrt(2/pi) (a + 0.044715 a^3))), fp32.
+__device__ __forceinline__ float gelu_tanh(float a)
+{
+    return 0.5f * a * (1.0f + tanhf(0.7978845608028654f * (a + 0.044715f * a * a * a)));
+}
+
+// silu(g) u, fp32.
+__device__ __forceinline__ float silu_mul(float g, float u)
+{
+    return g / (1.0f + __expf(-g)) * u;
+}
+
+// 16 bytes read once (weights streamed past the caches: they are not read again this step).
+__device__ __forceinline__ uint4 load_stream16(const void *p)
+{
+    uint4 v;
+#if __CUDA_ARCH__ >= 800
+    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p));
+#else
+    v = __ldcs(reinterpret_cast<const uint4 *>(p));
+#endif
+    return v;
+}
+
 // 8 halves <-> 16 bytes.
 union half8 {
     uint4 u;

@@ -58,6 +58,23 @@ cudaError_t k_attention_prefill(const k_attn_args *a, const int32_t *tiles, int 
 cudaError_t k_attention_decode(const k_attn_args *a, int split_len, int n_splits, void *scratch, cudaStream_t stream);
 size_t k_attention_decode_scratch_bytes(int n_seqs, int n_heads, int head_dim, int n_splits);
 
+/* Small-batch linear (m <= 16 tokens), streaming W once: y[m][n] = epilogue(x[m][k] W[n][k]^T + bias[n]), bias may
+ * be NULL. K_LINEAR_GELU applies gelu_tanh; K_LINEAR_SILU_MUL takes W = [gate (n rows) | up (n rows)] [2n][k] (and
+ * bias [2n]) and gives y = silu(gate) * up. k % 8 == 0; x, w, y 16-byte aligned. splits > 1 splits k across blocks
+ * (k_linear_small_splits chooses): it needs `partials` (K_LINEAR_SMALL_PARTIAL_FLOATS floats) and `counters`
+ * (K_LINEAR_SMALL_COUNTERS, zeroed once; the kernel leaves them zero), used by one launch at a time. */
+enum { K_LINEAR_PLAIN = 0, K_LINEAR_GELU = 1, K_LINEAR_SILU_MUL = 2 };
+#define K_LINEAR_SMALL_MAX_M 16
+#define K_LINEAR_SMALL_PARTIAL_FLOATS (1u << 20)
+#define K_LINEAR_SMALL_COUNTERS 4096
+cudaError_t k_linear_small(void *y, const void *x, const void *w, const void *bias, int m, int k, int n, int epilogue,
+                           int splits, float *partials, unsigned *counters, cudaStream_t stream);
+int k_linear_small_splits(int m, int k, int n, int epilogue, int n_sms);
+
+/* Programmatic dependent launch: enables it (when `enable` and the device and the compiled kernels support it:
+ * sm_90+) for every later launch of our kernels; *enabled tells whether it is on. */
+cudaError_t k_pdl_configure(int enable, int *enabled);
+
 /* out[n][f] = silu(gate_up[n][0:f]) * gate_up[n][f:2f]. */
 cudaError_t k_silu_mul(void *out, const void *gate_up, int n, int f, cudaStream_t stream);
 

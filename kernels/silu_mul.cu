@@ -7,7 +7,7 @@ __global__ void silu_mul_kernel(__half *out, const __half *gate_up, int f, size_
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x) {
         const size_t row = i / f, col = i % f;
         const float g = __half2float(gate_up[row * 2 * f + col]), u = __half2float(gate_up[row * 2 * f + f + col]);
-        out[i] = __float2half(g / (1.0f + __expf(-g)) * u);
+        out[i] = __float2half(silu_mul(g, u));
     }
 }
 

@@ -106,8 +106,11 @@ typedef struct backend_ops {
     fk_status (*attention)(backend *b, void *out, const void *qkv, const kv_pool *kv, const attn_batch *batch,
                            int n_heads, float scale, fk_error *err);
 
-    /* out[n][f] = silu(gate_up[n][0:f]) * gate_up[n][f:2f]. */
-    fk_status (*silu_mul)(backend *b, void *out, const void *gate_up, int n, int f, fk_error *err);
+    /* out[n][f] = silu(x W_gate^T + b_gate) * (x W_up^T + b_up) with W = [gate | up] [2f][in] and bias [2f] (or
+     * NULL): Llama's gate/up projection with SwiGLU's activation fused in. scratch holds n * 2f act elements the
+     * backend may use for the projection before the activation. */
+    fk_status (*linear_silu_mul)(backend *b, void *out, void *scratch, const void *x, const void *w, const void *bias,
+                                 int n, int in, int f, fk_error *err);
 
     /* y[n][out] = gelu_tanh(x[n][in] · W[out][in]ᵀ + bias[out]) (bias may be NULL): GPT-2's first MLP linear with
      * its activation fused into the GEMM's epilogue. */

@@ -358,11 +358,14 @@ static size_t cpu_attention_scratch_bytes(const backend *b, int max_tokens, int 
     return 0;
 }
 
-static fk_status cpu_silu_mul(backend *b, void *out, const void *gate_up, int n, int f, fk_error *err)
+static fk_status cpu_linear_silu_mul(backend *b, void *out, void *scratch, const void *x, const void *w,
+                                     const void *bias, int n, int in, int f, fk_error *err)
 {
-    (void)err;
+    fk_status s = cpu_linear(b, scratch, x, w, bias, n, in, 2 * f, err);
+    if (s)
+        return s;
     float *o = out;
-    const float *gu = gate_up;
+    const float *gu = scratch;
 #pragma omp parallel for num_threads(threads_of(b)) if ((size_t)n * f > PARALLEL_MIN_WORK)
     for (int i = 0; i < n; i++)
         for (int j = 0; j < f; j++) {
@@ -439,7 +442,7 @@ static const backend_ops cpu_ops = {
     .rope_store_kv = cpu_rope_store_kv,
     .attention_scratch_bytes = cpu_attention_scratch_bytes,
     .attention = cpu_attention,
-    .silu_mul = cpu_silu_mul,
+    .linear_silu_mul = cpu_linear_silu_mul,
     .linear_gelu = cpu_linear_gelu,
     .gather_rows = cpu_gather_rows,
     .inject_fault = cpu_inject_fault,

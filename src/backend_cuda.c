@@ -1,7 +1,9 @@
 /* backend_cuda.c — the GPU backend: fp16 weights, activations and KV cache on the current device, our kernels
- * (kernels/) for every op but the GEMMs, which go to cuBLAS (fp16 in and out, fp32 accumulation). One stream;
- * every CUDA and cuBLAS call is checked and a failure is returned as FK_ERR_DEVICE naming the call. */
+ * (kernels/) for every op, and cuBLAS / cuBLASLt for the linears of more tokens than the small-batch kernel takes
+ * (fp16 in and out, fp32 accumulation). One stream; every CUDA and cuBLAS call is checked and a failure is
+ * returned as FK_ERR_DEVICE naming the call. */
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,7 +12,7 @@
 #include <cuda_runtime_api.h>
 
 #include "backend.h"
-#include "cuda_gemm_gelu.h"
+#include "cuda_gemm_lt.h"
 #include "error.h"
 #include "fp16.h"
 #include "kernels.h"
@@ -22,8 +24,11 @@ typedef struct cuda_backend {
     cudaStream_t stream;
     cublasHandle_t blas;
     void *blas_workspace; /* cuBLAS's and cuBLASLt's, fixed: they must not allocate during graph capture */
-    gemm_gelu *gemm_gelu; /* cuBLASLt GEMM with the GELU+bias epilogue */
+    gemm_lt *gemm_lt;      /* cuBLASLt GEMMs with a bias or GELU+bias epilogue */
     bool gelu_by_cublaslt; /* linear_gelu: cuBLASLt's epilogue, else cuBLAS then k_bias_gelu (FK_GELU_EPILOGUE) */
+    int small_linear_max_m; /* linears of up to this many tokens run k_linear_small (FK_SMALL_LINEAR_MAX_M) */
+    float *linear_partials; /* k_linear_small's split-K scratch and its tile counters */
+    unsigned *linear_counters;
     uint16_t *staging; /* host fp16 staging for download_act */
     size_t staging_n;
     struct prefill_tile *tiles; /* host: prefill tiles, built per attention call */
@@ -33,6 +38,7 @@ typedef struct cuda_backend {
 
 #define BLAS_WORKSPACE_BYTES (32u << 20) /* what cuBLAS recommends for Hopper */
 #define GELU_BY_CUBLASLT_DEFAULT true
+#define SMALL_LINEAR_MAX_M_DEFAULT 16 /* the crossover against cuBLAS, kernels/bench/bench_linear (BENCHMARKS.md) */
 
 typedef struct prefill_tile {
     int32_t seq, q0, position;
@@ -65,7 +71,9 @@ static fk_status cuda_fail(fk_error *err, const char *what, cudaError_t e)
 static void cuda_destroy(backend *b)
 {
     cuda_backend *cb = cb_of(b);
-    gemm_gelu_destroy(cb->gemm_gelu);
+    gemm_lt_destroy(cb->gemm_lt);
+    cudaFree(cb->linear_partials);
+    cudaFree(cb->linear_counters);
     if (cb->blas)
         cublasDestroy(cb->blas);
     cudaFree(cb->blas_workspace);
@@ -181,18 +189,46 @@ static fk_status cuda_add_layer_norm(backend *b, void *out, void *residual, cons
     return launched(k_add_layer_norm(out, residual, x, w, bias, n, d, eps, cb_of(b)->stream), "add_layer_norm", err);
 }
 
-/* y[n][out] = x[n][in] W[out][in]^T: in cuBLAS's column-major terms y^T (out x n) = W^T^T (out x in) x^T (in x n). */
-static fk_status cuda_linear(backend *b, void *y, const void *x, const void *w, const void *bias, int n, int in,
-                             int out, fk_error *err)
+/* Whether k_linear_small takes this linear: few tokens, rows of whole 16-byte vectors, aligned x and W. */
+static bool small_linear(const cuda_backend *cb, int n, int in, const void *x, const void *w)
 {
-    cuda_backend *cb = cb_of(b);
+    return n <= cb->small_linear_max_m && in % 8 == 0 && (uintptr_t)x % 16 == 0 && (uintptr_t)w % 16 == 0;
+}
+
+static fk_status run_small_linear(cuda_backend *cb, void *y, const void *x, const void *w, const void *bias, int n,
+                                  int in, int out, int epilogue, fk_error *err)
+{
+    const int splits = k_linear_small_splits(n, in, out, epilogue, cb->n_sms);
+    return launched(k_linear_small(y, x, w, bias, n, in, out, epilogue, splits, cb->linear_partials,
+                                   cb->linear_counters, cb->stream),
+                    "linear_small", err);
+}
+
+/* y = x W^T by cuBLAS: in its column-major terms y^T (out x n) = W^T^T (out x in) x^T (in x n). */
+static fk_status cublas_linear(cuda_backend *cb, void *y, const void *x, const void *w, int n, int in, int out,
+                               fk_error *err)
+{
     const float one = 1.0f, zero = 0.0f;
     BLAS_OK(cublasGemmEx(cb->blas, CUBLAS_OP_T, CUBLAS_OP_N, out, n, in, &one, w, CUDA_R_16F, in, x, CUDA_R_16F, in,
                          &zero, y, CUDA_R_16F, out, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
             "cublasGemmEx");
-    if (bias)
-        return launched(k_add_bias(y, bias, n, out, cb->stream), "add_bias", err);
     return FK_OK;
+}
+
+/* y[n][out] = x[n][in] W[out][in]^T (+ bias): ours for few tokens; else cuBLAS, with the bias in cuBLASLt's
+ * epilogue where the shapes are whole 16-byte rows (and a separate pass otherwise). */
+static fk_status cuda_linear(backend *b, void *y, const void *x, const void *w, const void *bias, int n, int in,
+                             int out, fk_error *err)
+{
+    cuda_backend *cb = cb_of(b);
+    if (small_linear(cb, n, in, x, w))
+        return run_small_linear(cb, y, x, w, bias, n, in, out, K_LINEAR_PLAIN, err);
+    if (bias && in % 8 == 0 && out % 8 == 0)
+        return gemm_lt_run(cb->gemm_lt, cb->stream, y, x, w, bias, n, in, out, GEMM_LT_BIAS, err);
+    fk_status s = cublas_linear(cb, y, x, w, n, in, out, err);
+    if (!s && bias)
+        s = launched(k_add_bias(y, bias, n, out, cb->stream), "add_bias", err);
+    return s;
 }
 
 static fk_status cuda_rope_store_kv(backend *b, void *qkv, const int32_t *positions, const float *inv_freq,
@@ -293,18 +329,27 @@ static fk_status cuda_attention(backend *b, void *out, const void *qkv, const kv
     return launched(k_attention_prefill(&args, dev_tiles, n_tiles, cb->stream), "attention_prefill", err);
 }
 
-static fk_status cuda_silu_mul(backend *b, void *out, const void *gate_up, int n, int f, fk_error *err)
+static fk_status cuda_linear_silu_mul(backend *b, void *out, void *scratch, const void *x, const void *w,
+                                      const void *bias, int n, int in, int f, fk_error *err)
 {
-    return launched(k_silu_mul(out, gate_up, n, f, cb_of(b)->stream), "silu_mul", err);
+    cuda_backend *cb = cb_of(b);
+    if (small_linear(cb, n, in, x, w))
+        return run_small_linear(cb, out, x, w, bias, n, in, f, K_LINEAR_SILU_MUL, err);
+    fk_status s = cuda_linear(b, scratch, x, w, bias, n, in, 2 * f, err);
+    if (s)
+        return s;
+    return launched(k_silu_mul(out, scratch, n, f, cb->stream), "silu_mul", err);
 }
 
 static fk_status cuda_linear_gelu(backend *b, void *y, const void *x, const void *w, const void *bias, int n, int in,
                                   int out, fk_error *err)
 {
     cuda_backend *cb = cb_of(b);
+    if (small_linear(cb, n, in, x, w))
+        return run_small_linear(cb, y, x, w, bias, n, in, out, K_LINEAR_GELU, err);
     if (cb->gelu_by_cublaslt && in % 8 == 0 && out % 8 == 0) /* rows of whole 16-byte vectors, as GPT-2's are */
-        return gemm_gelu_run(cb->gemm_gelu, cb->stream, y, x, w, bias, n, in, out, err);
-    fk_status s = cuda_linear(b, y, x, w, NULL, n, in, out, err);
+        return gemm_lt_run(cb->gemm_lt, cb->stream, y, x, w, bias, n, in, out, GEMM_LT_GELU, err);
+    fk_status s = cublas_linear(cb, y, x, w, n, in, out, err);
     if (s)
         return s;
     return launched(k_bias_gelu(y, bias, n, out, cb->stream), "bias_gelu", err);
@@ -385,7 +430,7 @@ static const backend_ops cuda_ops = {
     .rope_store_kv = cuda_rope_store_kv,
     .attention_scratch_bytes = cuda_attention_scratch_bytes,
     .attention = cuda_attention,
-    .silu_mul = cuda_silu_mul,
+    .linear_silu_mul = cuda_linear_silu_mul,
     .linear_gelu = cuda_linear_gelu,
     .gather_rows = cuda_gather_rows,
     .capture_begin = cuda_capture_begin,
@@ -396,8 +441,8 @@ static const backend_ops cuda_ops = {
     .sample = cuda_sample,
 };
 
-/* FK_GELU_EPILOGUE=kernel|cublaslt picks how linear_gelu fuses its epilogue; unset: the faster on GPT-2's MLP
- * shapes in kernels/bench/bench_linear_gelu (docs/BENCHMARKS.md). */
+/* FK_GELU_EPILOGUE=kernel|cublaslt picks how linear_gelu fuses its epilogue above the small-batch range; unset: the
+ * faster on GPT-2's MLP shapes in kernels/bench/bench_linear_gelu (docs/BENCHMARKS.md). */
 static fk_status gelu_epilogue_choice(bool *by_cublaslt, fk_error *err)
 {
     const char *v = getenv("FK_GELU_EPILOGUE");
@@ -407,6 +452,35 @@ static fk_status gelu_epilogue_choice(bool *by_cublaslt, fk_error *err)
     if (strcmp(v, "kernel") && strcmp(v, "cublaslt"))
         return fk_error_set(err, FK_ERR_INVALID_ARGUMENT, "FK_GELU_EPILOGUE=\"%s\" (expected kernel or cublaslt)", v);
     *by_cublaslt = strcmp(v, "cublaslt") == 0;
+    return FK_OK;
+}
+
+/* The tuning switches read from the environment, for benchmarks and for the profile before/after (defaults are the
+ * measured best, docs/BENCHMARKS.md): FK_SMALL_LINEAR_MAX_M (0..16, default SMALL_LINEAR_MAX_M_DEFAULT; 0 sends
+ * every linear to cuBLAS) and FK_PDL (0 turns programmatic dependent launch off). */
+static fk_status env_int(const char *name, int lo, int hi, int *v, fk_error *err)
+{
+    const char *s = getenv(name);
+    if (!s || !*s)
+        return FK_OK;
+    char *end;
+    long x = strtol(s, &end, 10);
+    if (*end || x < lo || x > hi)
+        return fk_error_set(err, FK_ERR_INVALID_ARGUMENT, "%s=\"%s\" (expected an integer in [%d, %d])", name, s, lo, hi);
+    *v = (int)x;
+    return FK_OK;
+}
+
+static fk_status tuning_from_env(cuda_backend *cb, fk_error *err)
+{
+    cb->small_linear_max_m = SMALL_LINEAR_MAX_M_DEFAULT;
+    int pdl = 1, enabled;
+    fk_status s;
+    if ((s = gelu_epilogue_choice(&cb->gelu_by_cublaslt, err)) ||
+        (s = env_int("FK_SMALL_LINEAR_MAX_M", 0, K_LINEAR_SMALL_MAX_M, &cb->small_linear_max_m, err)) ||
+        (s = env_int("FK_PDL", 0, 1, &pdl, err)))
+        return s;
+    CUDA_OK(k_pdl_configure(pdl, &enabled), "programmatic dependent launch");
     return FK_OK;
 }
 
@@ -432,8 +506,13 @@ fk_status backend_cuda_create(backend **out, fk_error *err)
     else if (cublasCreate(&cb->blas) != CUBLAS_STATUS_SUCCESS || cublasSetStream(cb->blas, cb->stream) != CUBLAS_STATUS_SUCCESS ||
              cublasSetWorkspace(cb->blas, cb->blas_workspace, BLAS_WORKSPACE_BYTES) != CUBLAS_STATUS_SUCCESS)
         s = fk_error_set(err, FK_ERR_DEVICE, "cublas: cannot create a handle");
-    else if (!(s = gemm_gelu_create(&cb->gemm_gelu, cb->blas_workspace, BLAS_WORKSPACE_BYTES, err)))
-        s = gelu_epilogue_choice(&cb->gelu_by_cublaslt, err);
+    else if ((e = cudaMalloc((void **)&cb->linear_partials, K_LINEAR_SMALL_PARTIAL_FLOATS * sizeof(float))) !=
+                 cudaSuccess ||
+             (e = cudaMalloc((void **)&cb->linear_counters, K_LINEAR_SMALL_COUNTERS * sizeof(unsigned))) != cudaSuccess ||
+             (e = cudaMemset(cb->linear_counters, 0, K_LINEAR_SMALL_COUNTERS * sizeof(unsigned))) != cudaSuccess)
+        s = cuda_fail(err, "small-linear scratch", e);
+    else if (!(s = gemm_lt_create(&cb->gemm_lt, cb->blas_workspace, BLAS_WORKSPACE_BYTES, err)))
+        s = tuning_from_env(cb, err);
     if (s) {
         cuda_destroy(&cb->base);
         return s;

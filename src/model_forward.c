@@ -124,8 +124,7 @@ static fk_status mlp(const fk_model *m, forward_ws *ws, const layer_weights *l, 
     const int d = c->hidden_size, f = c->intermediate_size;
     fk_status s;
     if (c->arch == ARCH_LLAMA) {
-        if ((s = be->ops->linear(be, ws->mlp_in, ws->normed, l->up_w, l->up_b, n, d, 2 * f, err)) ||
-            (s = be->ops->silu_mul(be, ws->mlp_act, ws->mlp_in, n, f, err)))
+        if ((s = be->ops->linear_silu_mul(be, ws->mlp_act, ws->mlp_in, ws->normed, l->up_w, l->up_b, n, d, f, err)))
             return s;
         return be->ops->linear(be, ws->proj, ws->mlp_act, l->down_w, l->down_b, n, f, d, err);
     }

@@ -101,34 +101,104 @@ static int setup(void **state)
     return backend_cpu_create(2, &cpu, NULL);
 }
 
-static void test_linear(void **state)
+/* Which linear a test calls: the three ops that share the small-batch kernel (and, above 16 tokens or with it
+ * switched off, cuBLAS / cuBLASLt). SILU_MUL's weight is [2 out][in]. */
+enum linear_kind { PLAIN, GELU, SILU_MUL };
+static const char *const linear_names[] = {"linear", "linear_gelu", "linear_silu_mul"};
+
+static fk_status run_linear(backend *be, enum linear_kind kind, void *y, void *scratch, const void *x, const void *w,
+                            const void *bias, int n, int in, int out, fk_error *err)
 {
-    (void)state;
-    const int shapes[][3] = {{1, 64, 64}, {5, 129, 33}, {17, 256, 768}, {64, 128, 4096}, {3, 768, 100}};
-    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
-        const int n = shapes[k][0], in = shapes[k][1], out = shapes[k][2];
-        float *x = rand_f16((size_t)n * in, -1, 1), *w = rand_f16((size_t)out * in, -0.5f, 0.5f);
-        float *bias = rand_f16(out, -1, 1), *want = calloc((size_t)n * out, sizeof(float));
-        void *dw, *db;
-        assert_int_equal(gpu->ops->upload_weight(gpu, w, out, in, &dw, NULL), FK_OK);
-        assert_int_equal(gpu->ops->upload_weight(gpu, bias, 1, out, &db, NULL), FK_OK);
-        void *dx = to_gpu(x, (size_t)n * in), *dy = poisoned((size_t)n * out);
-        assert_int_equal(cpu->ops->linear(cpu, want, x, w, bias, n, in, out, NULL), FK_OK);
-        assert_int_equal(gpu->ops->linear(gpu, dy, dx, dw, db, n, in, out, NULL), FK_OK);
-        float *got = from_gpu(dy, (size_t)n * out);
-        /* fp16 output: half an ulp (2^-11 relative) plus fp32 sums in another order */
-        compare("linear", got, want, (size_t)n * out, 2e-3 * sqrt(in) / 8, 2e-3);
-        free(x), free(w), free(bias), free(want), free(got);
-        gpu->ops->release(gpu, dw), gpu->ops->release(gpu, db), gpu->ops->release(gpu, dx), gpu->ops->release(gpu, dy);
+    switch (kind) {
+    case PLAIN: return be->ops->linear(be, y, x, w, bias, n, in, out, err);
+    case GELU: return be->ops->linear_gelu(be, y, x, w, bias, n, in, out, err);
+    default: return be->ops->linear_silu_mul(be, y, scratch, x, w, bias, n, in, out, err);
     }
 }
 
-/* Both epilogues: cuBLASLt's GELU_BIAS and cuBLAS + k_bias_gelu (vectorized when rows are whole 16-byte vectors,
- * scalar otherwise), with and without a bias. */
+/* One linear on fresh inputs against the CPU oracle; the output is poisoned first, so an unwritten element fails. */
+static void linear_case(backend *g, enum linear_kind kind, int n, int in, int out, bool with_bias, const char *mode)
+{
+    const int rows = kind == SILU_MUL ? 2 * out : out;
+    float *x = rand_f16((size_t)n * in, -1, 1), *w = rand_f16((size_t)rows * in, -0.5f, 0.5f);
+    float *bias = rand_f16(rows, -1, 1), *want = calloc((size_t)n * rows, sizeof(float));
+    float *scratch = calloc((size_t)n * rows, sizeof(float));
+    void *dw, *db = NULL;
+    fk_error err = {0};
+    assert_int_equal(g->ops->upload_weight(g, w, rows, in, &dw, NULL), FK_OK);
+    if (with_bias)
+        assert_int_equal(g->ops->upload_weight(g, bias, 1, rows, &db, NULL), FK_OK);
+    void *dx = to_gpu(x, (size_t)n * in), *dy = poisoned((size_t)n * out), *dscratch = poisoned((size_t)n * rows);
+    assert_int_equal(run_linear(cpu, kind, want, scratch, x, w, with_bias ? bias : NULL, n, in, out, NULL), FK_OK);
+    if (run_linear(g, kind, dy, dscratch, dx, dw, db, n, in, out, &err))
+        fail_msg("%s (%s) %dx%d->%d: %s", linear_names[kind], mode, n, in, out, err.message);
+    float *got = from_gpu(dy, (size_t)n * out);
+    char what[96];
+    snprintf(what, sizeof what, "%s (%s) %dx%d->%d%s", linear_names[kind], mode, n, in, out, with_bias ? " +bias" : "");
+    /* fp16 output: half an ulp (2^-11 relative) plus fp32 sums in another order; gelu' <= 1.13; silu(g) u is
+     * rounded from two such sums, |silu'| <= 1.1, so its error scales with |u| + |silu(g)| (both <= ~sqrt(in)). */
+    const double atol = 2e-3 * sqrt(in) / 8 * (kind == SILU_MUL ? sqrt(in) : 1);
+    compare(what, got, want, (size_t)n * out, atol, 2e-3);
+    free(x), free(w), free(bias), free(want), free(scratch), free(got);
+    void *all[] = {dw, db, dx, dy, dscratch};
+    for (int i = 0; i < 5; i++)
+        g->ops->release(g, all[i]);
+}
+
+/* Every token count from 1 to 17 (the small-batch kernel's range and one past it), then larger ones, on odd shapes:
+ * k not a multiple of the kernel's 32-wide step (or of 8: cuBLAS), rows not a multiple of 16, few rows with a long
+ * k (split-K across blocks), the model shapes; and random shapes drawn each run. Each kind runs with the small
+ * kernel on (the default) and off (FK_SMALL_LINEAR_MAX_M=0: cuBLAS everywhere). */
+static void linear_cases(enum linear_kind kind)
+{
+    const int shapes[][2] = {{64, 64}, {136, 33}, {2048, 3072}, {8192, 64}, {768, 2304}, {40, 83}, {129, 100},
+                             {4096, 17}, {2048, 50257 / 16}};
+    const int ns[] = {17, 24, 64, 300};
+    backend *shared = gpu;
+    for (int on = 1; on >= 0; on--) {
+        fk_error err = {0};
+        setenv("FK_SMALL_LINEAR_MAX_M", on ? "16" : "0", 1);
+        backend *g = NULL;
+        if (backend_cuda_create(&g, &err))
+            fail_msg("%s", err.message);
+        unsetenv("FK_SMALL_LINEAR_MAX_M");
+        gpu = g; /* the helpers upload through `gpu` */
+        const char *mode = on ? "small kernel" : "cuBLAS";
+        for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+            const int in = shapes[k][0], out = shapes[k][1];
+            for (int n = 1; n <= 17; n++)
+                linear_case(g, kind, n, in, out, (n + k) % 2, mode);
+            linear_case(g, kind, ns[k % 4], in, out, k % 2, mode);
+        }
+        for (int r = 0; r < 6; r++) { /* random shapes: k a multiple of 8 (the small kernel's) or not */
+            const int in = 8 * (1 + (int)tu_below(&rng, 600)) + (r == 5 ? 3 : 0), out = 1 + (int)tu_below(&rng, 700);
+            linear_case(g, kind, 1 + (int)tu_below(&rng, r < 4 ? 16 : 300), in, out, r % 2, mode);
+        }
+        g->ops->destroy(g);
+        gpu = shared;
+    }
+}
+
+static void test_linear(void **state)
+{
+    (void)state;
+    linear_cases(PLAIN);
+}
+
+static void test_linear_silu_mul(void **state)
+{
+    (void)state;
+    linear_cases(SILU_MUL);
+}
+
+/* Both epilogues above the small-batch range: cuBLASLt's GELU_BIAS and cuBLAS + k_bias_gelu (vectorized when rows
+ * are whole 16-byte vectors, scalar otherwise), with and without a bias; up to 16 tokens the small-batch kernel's
+ * GELU epilogue in both modes; then linear_cases (every token count, both kernels). */
 static void test_linear_gelu(void **state)
 {
     (void)state;
-    const int shapes[][3] = {{1, 768, 3072}, {7, 128, 512}, {64, 256, 1024}, {5, 40, 83}, {3, 64, 8}};
+    const int shapes[][3] = {{1, 768, 3072}, {7, 128, 512}, {64, 256, 1024}, {5, 40, 83}, {3, 64, 8}, {16, 768, 3072},
+                             {17, 768, 3072}, {300, 136, 200}};
     const char *modes[] = {"kernel", "cublaslt"};
     backend *shared = gpu;
     for (int m = 0; m < 2; m++) { /* a backend per mode, standing in for the shared one that the helpers use */
@@ -167,6 +237,11 @@ static void test_linear_gelu(void **state)
     assert_int_equal(backend_cuda_create(&bad, &err), FK_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(err.message, "FK_GELU_EPILOGUE"));
     unsetenv("FK_GELU_EPILOGUE");
+    setenv("FK_SMALL_LINEAR_MAX_M", "17", 1); /* beyond the kernel's 16 tokens: refused */
+    assert_int_equal(backend_cuda_create(&bad, &err), FK_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(err.message, "FK_SMALL_LINEAR_MAX_M"));
+    unsetenv("FK_SMALL_LINEAR_MAX_M");
+    linear_cases(GELU);
 }
 
 static void test_norms(void **state)
@@ -204,15 +279,8 @@ static void test_norms(void **state)
 static void test_elementwise(void **state)
 {
     (void)state;
-    const int n = 9, f = 777, d = 96, vocab = 300, n_pos = 64;
-    float *gu = rand_f16((size_t)n * 2 * f, -8, 8), *want = calloc((size_t)n * 2 * f, 4);
-    void *dgu = to_gpu(gu, (size_t)n * 2 * f), *dout = poisoned((size_t)n * f);
-    assert_int_equal(cpu->ops->silu_mul(cpu, want, gu, n, f, NULL), FK_OK);
-    assert_int_equal(gpu->ops->silu_mul(gpu, dout, dgu, n, f, NULL), FK_OK);
-    float *got = from_gpu(dout, (size_t)n * f);
-    compare("silu_mul", got, want, (size_t)n * f, 2e-3, 2e-3);
-    free(got);
-
+    const int n = 9, d = 96, vocab = 300, n_pos = 64;
+    float *want = calloc((size_t)n * d, 4), *got;
     float *tok = rand_f16((size_t)vocab * d, -1, 1), *pos = rand_f16((size_t)n_pos * d, -1, 1);
     int32_t ids[9], positions[9], rows[4] = {8, 0, 3, 3};
     for (int i = 0; i < n; i++)
@@ -235,9 +303,9 @@ static void test_elementwise(void **state)
         free(got);
         gpu->ops->release(gpu, demb), gpu->ops->release(gpu, dg);
     }
-    free(gu), free(want), free(tok), free(pos);
-    void *all[] = {dgu, dout, dtok, dpos, dids, dposi, drows};
-    for (int i = 0; i < 7; i++)
+    free(want), free(tok), free(pos);
+    void *all[] = {dtok, dpos, dids, dposi, drows};
+    for (int i = 0; i < 5; i++)
         gpu->ops->release(gpu, all[i]);
 }
 
@@ -454,6 +522,7 @@ int main(void)
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_linear),          cmocka_unit_test(test_linear_gelu),
+        cmocka_unit_test(test_linear_silu_mul),
         cmocka_unit_test(test_norms),
         cmocka_unit_test(test_elementwise),     cmocka_unit_test(test_sample),
         cmocka_unit_test(test_attention_prefill), cmocka_unit_test(test_attention_decode),

@@ -114,16 +114,26 @@ static void test_norms(void **state)
 static void test_activations_embed_gather(void **state)
 {
     (void)state;
-    const int n = 7, f = 45, d = 13, vocab = 50, n_pos = 30;
-    float *gu = random_floats((size_t)n * 2 * f, -6, 6), *out = random_floats((size_t)n * f, 1e30f, 1e30f);
+    const int n = 7, f = 45, d = 13, vocab = 50, n_pos = 30, in = 19;
+    /* SwiGLU: out = silu(x Wg^T + bg) * (x Wu^T + bu), W = [gate | up] */
+    float *x = random_floats((size_t)n * in, -1, 1), *w = random_floats((size_t)2 * f * in, -1, 1);
+    float *b = random_floats((size_t)2 * f, -1, 1), *scratch = random_floats((size_t)n * 2 * f, 1e30f, 1e30f);
+    float *out = random_floats((size_t)n * f, 1e30f, 1e30f);
     double *want = malloc((size_t)n * 2 * f * sizeof(double));
-    for (int i = 0; i < n; i++)
-        for (int j = 0; j < f; j++) {
-            double g = gu[(size_t)i * 2 * f + j], u = gu[(size_t)i * 2 * f + f + j];
-            want[(size_t)i * f + j] = g / (1 + exp(-g)) * u;
-        }
-    assert_int_equal(be->ops->silu_mul(be, out, gu, n, f, NULL), FK_OK);
-    assert_close(out, want, (size_t)n * f, 1e-6, 1e-5, "silu_mul");
+    for (int with_bias = 0; with_bias < 2; with_bias++) {
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < f; j++) {
+                double g = with_bias ? b[j] : 0, u = with_bias ? b[f + j] : 0;
+                for (int k = 0; k < in; k++) {
+                    g += (double)x[(size_t)i * in + k] * w[(size_t)j * in + k];
+                    u += (double)x[(size_t)i * in + k] * w[(size_t)(f + j) * in + k];
+                }
+                want[(size_t)i * f + j] = g / (1 + exp(-g)) * u;
+            }
+        assert_int_equal(be->ops->linear_silu_mul(be, out, scratch, x, w, with_bias ? b : NULL, n, in, f, NULL), FK_OK);
+        assert_close(out, want, (size_t)n * f, 1e-5, 1e-5, "linear_silu_mul");
+    }
+    free(x), free(w), free(b), free(scratch);
 
 
     float *tok = random_floats((size_t)vocab * d, -1, 1), *pos = random_floats((size_t)n_pos * d, -1, 1);
@@ -143,7 +153,7 @@ static void test_activations_embed_gather(void **state)
     assert_int_equal(be->ops->gather_rows(be, gathered, emb, rows, 3, d, NULL), FK_OK);
     for (int i = 0; i < 3; i++)
         assert_memory_equal(gathered + i * d, emb + (size_t)rows[i] * d, d * sizeof(float));
-    free(gu), free(out), free(want), free(tok), free(pos), free(emb);
+    free(out), free(want), free(tok), free(pos), free(emb);
 }
 
 /* Address of (block, head, offset) under the contract [num_blocks][Hkv][B][D]. */

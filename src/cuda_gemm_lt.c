@@ -1,22 +1,22 @@
-/* cuda_gemm_gelu.c — cuBLASLt matmul with a GELU(+bias) epilogue; see cuda_gemm_gelu.h. */
+/* cuda_gemm_lt.c — cuBLASLt matmuls with a bias or GELU(+bias) epilogue; see cuda_gemm_lt.h. */
 #include <stdint.h>
 #include <stdlib.h>
 
 #include <cublasLt.h>
 
-#include "cuda_gemm_gelu.h"
+#include "cuda_gemm_lt.h"
 
-#define PLAN_CACHE 32 /* distinct (n, in, out, alignment, bias) shapes kept; a forward pass uses a handful */
+#define PLAN_CACHE 64 /* distinct (n, in, out, alignment, epilogue) shapes kept; a forward pass uses a handful */
 
 typedef struct plan {
     int n, in, out, align;
-    int with_bias;
+    cublasLtEpilogue_t epilogue;
     cublasLtMatmulDesc_t desc;
     cublasLtMatrixLayout_t a, b, c; /* W as in x out (used transposed), x as in x n, y as out x n: column-major */
     cublasLtMatmulAlgo_t algo;
 } plan;
 
-struct gemm_gelu {
+struct gemm_lt {
     cublasLtHandle_t lt;
     void *workspace;
     size_t workspace_bytes;
@@ -44,10 +44,10 @@ static void plan_clear(plan *p)
     *p = (plan){0};
 }
 
-fk_status gemm_gelu_create(gemm_gelu **out, void *workspace, size_t workspace_bytes, fk_error *err)
+fk_status gemm_lt_create(gemm_lt **out, void *workspace, size_t workspace_bytes, fk_error *err)
 {
     *out = NULL;
-    gemm_gelu *g = calloc(1, sizeof *g);
+    gemm_lt *g = calloc(1, sizeof *g);
     if (!g)
         return fk_error_set(err, FK_ERR_OUT_OF_MEMORY, "cublasLt: out of memory");
     cublasStatus_t s = cublasLtCreate(&g->lt);
@@ -61,7 +61,7 @@ fk_status gemm_gelu_create(gemm_gelu **out, void *workspace, size_t workspace_by
     return FK_OK;
 }
 
-void gemm_gelu_destroy(gemm_gelu *g)
+void gemm_lt_destroy(gemm_lt *g)
 {
     if (!g)
         return;
@@ -81,11 +81,11 @@ static int common_alignment(const void *const *ptrs, int n)
     return (int)(bits & -bits);
 }
 
-static fk_status plan_make(gemm_gelu *g, plan *p, int n, int in, int out, int align, int with_bias, fk_error *err)
+static fk_status plan_make(gemm_lt *g, plan *p, int n, int in, int out, int align, cublasLtEpilogue_t epilogue,
+                           fk_error *err)
 {
-    *p = (plan){.n = n, .in = in, .out = out, .align = align, .with_bias = with_bias};
+    *p = (plan){.n = n, .in = in, .out = out, .align = align, .epilogue = epilogue};
     const cublasOperation_t trans_w = CUBLAS_OP_T;
-    const cublasLtEpilogue_t epilogue = with_bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
     const uint32_t al = (uint32_t)align;
     const size_t ws = g->workspace_bytes;
     cublasLtMatmulPreference_t pref = NULL;
@@ -120,16 +120,16 @@ fail:
     if (pref)
         cublasLtMatmulPreferenceDestroy(pref);
     plan_clear(p);
-    return fk_error_set(err, FK_ERR_DEVICE, "cublasLt: no GELU%s matmul for %d x %d -> %d: %s", with_bias ? "+bias" : "",
+    return fk_error_set(err, FK_ERR_DEVICE, "cublasLt: no matmul with epilogue %d for %d x %d -> %d: %s", (int)epilogue,
                         n, in, out, cublasLtGetStatusString(s));
 }
 
-static fk_status plan_for(gemm_gelu *g, int n, int in, int out, int align, int with_bias, plan **found,
+static fk_status plan_for(gemm_lt *g, int n, int in, int out, int align, cublasLtEpilogue_t epilogue, plan **found,
                           fk_error *err)
 {
     for (int i = 0; i < g->n_plans; i++) {
         plan *p = &g->plans[i];
-        if (p->n == n && p->in == in && p->out == out && p->align == align && p->with_bias == with_bias) {
+        if (p->n == n && p->in == in && p->out == out && p->align == align && p->epilogue == epilogue) {
             *found = p;
             return FK_OK;
         }
@@ -140,7 +140,7 @@ static fk_status plan_for(gemm_gelu *g, int n, int in, int out, int align, int w
         g->next_evict = (g->next_evict + 1) % PLAN_CACHE;
         plan_clear(p);
     }
-    fk_status s = plan_make(g, p, n, in, out, align, with_bias, err); /* a failed plan is left zeroed: n = 0 */
+    fk_status s = plan_make(g, p, n, in, out, align, epilogue, err); /* a failed plan is left zeroed: n = 0 */
     if (s)
         return s;
     if (p == &g->plans[g->n_plans])
@@ -149,14 +149,19 @@ static fk_status plan_for(gemm_gelu *g, int n, int in, int out, int align, int w
     return FK_OK;
 }
 
-fk_status gemm_gelu_run(gemm_gelu *g, cudaStream_t stream, void *y, const void *x, const void *w, const void *bias,
-                        int n, int in, int out, fk_error *err)
+fk_status gemm_lt_run(gemm_lt *g, cudaStream_t stream, void *y, const void *x, const void *w, const void *bias, int n,
+                      int in, int out, gemm_lt_epilogue epilogue, fk_error *err)
 {
     if (n == 0 || out == 0)
         return FK_OK;
+    if (epilogue == GEMM_LT_BIAS && !bias)
+        return fk_error_set(err, FK_ERR_INVALID_ARGUMENT, "cublasLt: bias epilogue without a bias");
+    const cublasLtEpilogue_t lt_epilogue = epilogue == GEMM_LT_BIAS ? CUBLASLT_EPILOGUE_BIAS
+                                           : bias                   ? CUBLASLT_EPILOGUE_GELU_BIAS
+                                                                    : CUBLASLT_EPILOGUE_GELU;
     const void *ptrs[] = {y, x, w, bias};
     plan *p;
-    fk_status s = plan_for(g, n, in, out, common_alignment(ptrs, 4), bias != NULL, &p, err);
+    fk_status s = plan_for(g, n, in, out, common_alignment(ptrs, 4), lt_epilogue, &p, err);
     if (s)
         return s;
     if (bias)
