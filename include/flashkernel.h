@@ -126,6 +126,8 @@ typedef struct fk_engine_params {
     bool enable_prefix_caching; /* reuse the KV blocks of identical prompt prefixes (default true) */
     int fault_after_steps;      /* test hook: after this many steps the device is made to fail as a real fault would
                                  * (on a GPU a sticky illegal-address error); 0 = never (default) */
+    bool profile;               /* time every op of every step (device events around each op on a GPU, wall time on
+                                 * the CPU) for fk_engine_get_profile; costs a little per op; off by default */
 } fk_engine_params;
 
 fk_engine_params fk_engine_params_default(void);
@@ -225,6 +227,32 @@ typedef struct fk_engine_stats {
 } fk_engine_stats;
 
 fk_engine_stats fk_engine_get_stats(const fk_engine *engine);
+
+/* The classes of ops a step profile adds up. */
+typedef enum fk_op_class {
+    FK_OP_LINEAR,    /* the projections and the lm_head (GEMMs, small-batch linears, their fused epilogues) */
+    FK_OP_ATTENTION, /* attention over the paged KV cache */
+    FK_OP_NORM,      /* residual add + RMSNorm / LayerNorm */
+    FK_OP_SAMPLING,  /* choosing the next tokens where the logits are */
+    FK_OP_OTHER,     /* embedding, RoPE + KV store, row gathers */
+    FK_OP_CLASSES
+} fk_op_class;
+
+/* "linears", "attention", "norms", "sampling", "other kernels". */
+const char *fk_op_class_name(fk_op_class op_class);
+
+/* Where the time of a kind of step went, summed over the steps so far (fk_engine_params.profile). */
+typedef struct fk_step_profile {
+    uint64_t steps;
+    uint64_t sequences;           /* sequences in those steps (their mean batch: sequences / steps) */
+    double wall_s;                /* the steps' wall time, host work included */
+    double op_s[FK_OP_CLASSES];   /* device time of each class of op; wall_s minus their sum is host time (and gaps) */
+} fk_step_profile;
+
+enum { FK_PROFILE_DECODE = 0, FK_PROFILE_PREFILL = 1 }; /* decode-only steps; steps with prefill chunks */
+
+/* The profile so far: out[FK_PROFILE_DECODE] and out[FK_PROFILE_PREFILL]; all zero unless profiling is on. */
+void fk_engine_get_profile(const fk_engine *engine, fk_step_profile out[2]);
 
 /* ---- Tokenizer ---- */
 

@@ -4,6 +4,8 @@
 
 __global__ void add_bias_kernel(__half *y, const __half *bias, size_t total, int out)
 {
+    pdl_wait();
+    pdl_launch_dependents();
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x)
         y[i] = __float2half(__half2float(y[i]) + __half2float(bias[i % out]));
 }
@@ -14,6 +16,5 @@ extern "C" cudaError_t k_add_bias(void *y, const void *bias, int n, int out, cud
     if (total == 0)
         return cudaSuccess;
     const int blocks = (int)((total + 255) / 256 < 65535 ? (total + 255) / 256 : 65535);
-    add_bias_kernel<<<blocks, 256, 0, stream>>>((__half *)y, (const __half *)bias, total, out);
-    FK_LAUNCH_CHECK();
+    return fk_launch(add_bias_kernel, blocks, 256, 0, stream, (__half *)y, (const __half *)bias, total, out);
 }

@@ -1,31 +1,42 @@
 // attention_decode.cu — attention for one query per sequence (decode) over the paged KV cache, flash-decoding on
 // tensor cores. The context is cut into splits; a block takes one (split, KV head, sequence). The G = H / Hkv query
 // heads that share the KV head are the rows of one 16-row MMA tile (rows G..15 are zero), so each K/V byte is read
-// once for all of them. The split is streamed in chunks of 64 keys gathered through the block table into shared
-// memory with cp.async, STAGES chunks in flight; warp w takes keys 16w .. 16w + 15 of every chunk and keeps its own
-// online-softmax state (S = Q K^T and O += P V on mma.sync, fp16 in, fp32 accumulate), and the four warps' states
-// are merged at the end. Per split the block stores its unnormalized output, max and sum; a second kernel merges
-// the splits. Turing (sm_75) has no cp.async: one stage, loaded synchronously, m16n8k8 (common.cuh).
+// once for all of them. The split's block-table entries are first copied to shared memory (so no gather waits on a
+// global read); the split is then streamed in chunks of 16 keys per warp gathered into shared memory with
+// cp.async, STAGES chunks in flight; warp w takes keys 16w .. 16w + 15 of every chunk and keeps its own
+// online-softmax state (S = Q K^T and O += P V on mma.sync, fp16 in, fp32 accumulate), and the warps' states are
+// merged at the end. Per split the block stores its unnormalized output, max and sum; a second kernel merges the
+// splits. Turing (sm_75) has no cp.async: one stage, loaded synchronously, m16n8k8 (common.cuh).
 #include "common.cuh"
 #include "kernels.h"
 
-// K/V chunks in flight per block on sm_80+ (kernels/bench times the choices).
+// K/V chunks in flight per block on sm_80+, and warps per block (16 keys each per chunk); kernels/bench times the
+// choices.
 #ifndef FK_DECODE_STAGES
 #define FK_DECODE_STAGES 3
+#endif
+#ifndef FK_DECODE_WARPS
+#define FK_DECODE_WARPS 4
 #endif
 
 namespace {
 
-constexpr int THREADS = 128;  // 4 warps
-constexpr int CHUNK = 64;     // keys per shared-memory stage: 16 per warp
-constexpr int MAX_G = 16;     // query heads per KV head: one MMA tile of rows
+constexpr int MAX_G = 16; // query heads per KV head: one MMA tile of rows
 
-template <int D, int STAGES> struct decode_layout {
-    static constexpr int STRIDE = D + 8; // halves per row: +16 bytes keeps ldmatrix rows in distinct banks
+template <int D, int STAGES, int WARPS> struct decode_layout {
+    static constexpr int THREADS = 32 * WARPS;
+    static constexpr int CHUNK = 16 * WARPS; // keys per shared-memory stage
+    static constexpr int STRIDE = D + 8;     // halves per row: +16 bytes keeps ldmatrix rows in distinct banks
     static constexpr size_t q_halves = 16 * (size_t)STRIDE;
     static constexpr size_t stage_halves = 2 * (size_t)CHUNK * STRIDE; // K then V
-    static constexpr size_t bytes = (q_halves + STAGES * stage_halves) * sizeof(__half);
+    static constexpr size_t bytes = (q_halves + STAGES * stage_halves) * sizeof(__half); // + the block table
 };
+
+// Block-table entries a split of split_len keys can touch (it may start and end inside a block).
+__host__ __device__ inline int table_entries(int split_len, int block_size)
+{
+    return split_len / block_size + 2;
+}
 
 // Per split: o[D] (unnormalized), then max and sum.
 template <int D> __host__ __device__ constexpr int partial_floats()
@@ -33,18 +44,20 @@ template <int D> __host__ __device__ constexpr int partial_floats()
     return D + 2;
 }
 
-// Starts loading keys c0 .. c0 + CHUNK - 1 (those < c1; the rest zero) of one KV head into a stage.
-template <int D>
-__device__ __forceinline__ void load_chunk(const k_attn_args &a, const int32_t *blocks, int kvh, int c0, int c1,
-                                           __half *stage)
+// Starts loading keys c0 .. c0 + CHUNK - 1 (those < c1; the rest zero) of one KV head into a stage. table holds the
+// block ids from the block of key `first` on.
+template <int D, int CHUNK, int THREADS>
+__device__ __forceinline__ void load_chunk(const k_attn_args &a, const int32_t *table, int first, int kvh, int c0,
+                                           int c1, __half *stage)
 {
     constexpr int STRIDE = D + 8, PIECES = D / 8;
     __half *sk = stage, *sv = stage + CHUNK * STRIDE;
+    const int first_block = first / a.block_size;
     for (int i = threadIdx.x; i < CHUNK * PIECES; i += THREADS) {
         const int r = i / PIECES, c = (i % PIECES) * 8, key = c0 + r;
         if (key < c1) {
-            const size_t at =
-                (((size_t)blocks[key / a.block_size] * a.n_kv_heads + kvh) * a.block_size + key % a.block_size) * D + c;
+            const int blk = table[key / a.block_size - first_block];
+            const size_t at = (((size_t)blk * a.n_kv_heads + kvh) * a.block_size + key % a.block_size) * D + c;
             copy16_async(sk + r * STRIDE + c, (const __half *)a.k_cache + at);
             copy16_async(sv + r * STRIDE + c, (const __half *)a.v_cache + at);
         } else {
@@ -55,28 +68,38 @@ __device__ __forceinline__ void load_chunk(const k_attn_args &a, const int32_t *
     cp_async_commit();
 }
 
-template <int D, int STAGES>
-__global__ void __launch_bounds__(THREADS) decode_split_kernel(k_attn_args a, int split_len, int n_splits,
-                                                               float *partial)
+template <int D, int STAGES, int WARPS>
+__global__ void __launch_bounds__(32 * WARPS) decode_split_kernel(k_attn_args a, int split_len, int n_splits,
+                                                                  float *partial)
 {
-    using L = decode_layout<D, STAGES>;
-    constexpr int STRIDE = L::STRIDE;
+    using L = decode_layout<D, STAGES, WARPS>;
+    constexpr int STRIDE = L::STRIDE, CHUNK = L::CHUNK, THREADS = L::THREADS;
     extern __shared__ __align__(16) __half smem[];
     __half *sq = smem, *stages = smem + L::q_halves;
+    int32_t *table = reinterpret_cast<int32_t *>(stages + STAGES * L::stage_halves);
 
+    pdl_wait();
+    pdl_launch_dependents();
     const int split = blockIdx.x, kvh = blockIdx.y, seq = blockIdx.z;
     const int G = a.n_heads / a.n_kv_heads;
     const int ctx = a.context_len[seq], tok = a.query_start[seq];
     const int k_begin = split * split_len, k_end = min(ctx, k_begin + split_len);
-    const int32_t *blocks = a.block_tables + (size_t)seq * a.max_blocks;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+    if (k_begin < k_end) {
+        const int32_t *blocks = a.block_tables + (size_t)seq * a.max_blocks;
+        const int b0 = k_begin / a.block_size, b1 = (k_end - 1) / a.block_size;
+        for (int i = threadIdx.x; i <= b1 - b0; i += THREADS)
+            table[i] = blocks[b0 + i];
+    }
+    __syncthreads();
 
     // The first STAGES - 1 chunks start loading; a group is committed even when there is nothing left to load, so
     // "all but the newest STAGES - 1 groups are done" always means this iteration's chunk has arrived.
     const int n_chunks = (k_end - k_begin + CHUNK - 1) / CHUNK;
     for (int c = 0; c < STAGES - 1; c++) {
         if (c < n_chunks)
-            load_chunk<D>(a, blocks, kvh, k_begin + c * CHUNK, k_end, stages + c * L::stage_halves);
+            load_chunk<D, CHUNK, THREADS>(a, table, k_begin, kvh, k_begin + c * CHUNK, k_end,
+                                          stages + c * L::stage_halves);
         else
             cp_async_commit();
     }
@@ -105,7 +128,8 @@ __global__ void __launch_bounds__(THREADS) decode_split_kernel(k_attn_args a, in
         const int c0 = k_begin + ch * CHUNK;
         const int next = ch + STAGES - 1; // into the stage chunk ch - 1 used, which every warp is done with
         if (next < n_chunks)
-            load_chunk<D>(a, blocks, kvh, k_begin + next * CHUNK, k_end, stages + (next % STAGES) * L::stage_halves);
+            load_chunk<D, CHUNK, THREADS>(a, table, k_begin, kvh, k_begin + next * CHUNK, k_end,
+                                          stages + (next % STAGES) * L::stage_halves);
         else
             cp_async_commit();
         cp_async_wait<STAGES - 1>();
@@ -170,17 +194,17 @@ __global__ void __launch_bounds__(THREADS) decode_split_kernel(k_attn_args a, in
         __syncthreads(); // the stage is refilled STAGES - 1 iterations on
     }
 
-    // Merge the four warps' states, row by row, in the stages' memory (free now: the loop ended on a barrier, and a
-    // block with no chunk never touched it).
+    // Merge the warps' states, row by row, in the stages' memory (free now: the loop ended on a barrier, and a block
+    // with no chunk never touched it).
 #pragma unroll
     for (int r = 0; r < 2; r++) {
         l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
         l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
     }
-    static_assert((4 * 16 * D + 2 * 4 * 16) * sizeof(float) <= STAGES * L::stage_halves * sizeof(__half),
+    static_assert((WARPS * 16 * D + 2 * WARPS * 16) * sizeof(float) <= STAGES * L::stage_halves * sizeof(__half),
                   "the merge fits in the stages");
-    float *wo = reinterpret_cast<float *>(stages);   // [4 warps][16 rows][D]
-    float *wm = wo + 4 * 16 * D, *wl = wm + 4 * 16; // [4][16] each
+    float *wo = reinterpret_cast<float *>(stages);           // [WARPS][16 rows][D]
+    float *wm = wo + WARPS * 16 * D, *wl = wm + WARPS * 16; // [WARPS][16] each
 #pragma unroll
     for (int r = 0; r < 2; r++) {
         const int row = g + r * 8;
@@ -198,11 +222,11 @@ __global__ void __launch_bounds__(THREADS) decode_split_kernel(k_attn_args a, in
         const int row = i / D, d = i % D, h = kvh * G + row;
         float mx = -INFINITY;
 #pragma unroll
-        for (int w = 0; w < 4; w++)
+        for (int w = 0; w < WARPS; w++)
             mx = fmaxf(mx, wm[w * 16 + row]);
         float num = 0, den = 0;
 #pragma unroll
-        for (int w = 0; w < 4; w++) {
+        for (int w = 0; w < WARPS; w++) {
             const float wt = wm[w * 16 + row] == -INFINITY ? 0.0f : exp2f(wm[w * 16 + row] - mx);
             num += wt * wo[(w * 16 + row) * D + d];
             den += wt * wl[w * 16 + row];
@@ -221,6 +245,8 @@ __global__ void __launch_bounds__(THREADS) decode_split_kernel(k_attn_args a, in
 // out = sum_i w_i o_i / sum_i w_i l_i with w_i = exp(m_i - max m): one block per (head, sequence).
 template <int D> __global__ void decode_merge_kernel(k_attn_args a, int n_splits, const float *partial)
 {
+    pdl_wait();
+    pdl_launch_dependents();
     const int h = blockIdx.x, seq = blockIdx.y, d = threadIdx.x;
     const float *p = partial + ((size_t)seq * a.n_heads + h) * n_splits * partial_floats<D>();
     float mx = -INFINITY;
@@ -236,27 +262,25 @@ template <int D> __global__ void decode_merge_kernel(k_attn_args a, int n_splits
     ((__half *)a.out)[((size_t)a.query_start[seq] * a.n_heads + h) * D + d] = __float2half(num / den);
 }
 
-template <int D, int STAGES>
+template <int D, int STAGES, int WARPS>
 cudaError_t launch(const k_attn_args *a, int split_len, int n_splits, float *scratch, cudaStream_t stream)
 {
-    using L = decode_layout<D, STAGES>;
-    static bool configured; // the shared-memory opt-in, once per instantiation
-    if (!configured) {
-        cudaError_t e = cudaFuncSetAttribute(decode_split_kernel<D, STAGES>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                             (int)L::bytes);
+    using L = decode_layout<D, STAGES, WARPS>;
+    const size_t bytes = L::bytes + table_entries(split_len, a->block_size) * sizeof(int32_t);
+    static size_t configured; // the shared-memory opt-in, raised as needed per instantiation
+    if (bytes > configured) {
+        cudaError_t e = cudaFuncSetAttribute(decode_split_kernel<D, STAGES, WARPS>,
+                                             cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
         if (e != cudaSuccess)
             return e;
-        configured = true;
+        configured = bytes;
     }
-    decode_split_kernel<D, STAGES><<<dim3(n_splits, a->n_kv_heads, a->n_seqs), THREADS, L::bytes, stream>>>(
-        *a, split_len, n_splits, scratch);
-    if (n_splits > 1) {
-        cudaError_t e = cudaGetLastError();
-        if (e != cudaSuccess)
-            return e;
-        decode_merge_kernel<D><<<dim3(a->n_heads, a->n_seqs), D, 0, stream>>>(*a, n_splits, scratch);
-    }
-    FK_LAUNCH_CHECK();
+    cudaError_t e = fk_launch(decode_split_kernel<D, STAGES, WARPS>, dim3(n_splits, a->n_kv_heads, a->n_seqs),
+                              dim3(L::THREADS), bytes, stream, *a, split_len, n_splits, scratch);
+    if (e != cudaSuccess || n_splits == 1)
+        return e;
+    return fk_launch(decode_merge_kernel<D>, dim3(a->n_heads, a->n_seqs), dim3(D), 0, stream, *a, n_splits,
+                     (const float *)scratch);
 }
 
 // Stages in flight need cp.async, which the code has only when compiled for sm_80 or later: the choice follows the
@@ -272,15 +296,31 @@ template <int D> cudaError_t launch_stages(const k_attn_args *a, int split_len, 
             return e;
         ptx = attr.ptxVersion;
     }
-    return ptx >= 80 ? launch<D, FK_DECODE_STAGES>(a, split_len, n_splits, scratch, s)
-                     : launch<D, 1>(a, split_len, n_splits, scratch, s);
+    return ptx >= 80 ? launch<D, FK_DECODE_STAGES, FK_DECODE_WARPS>(a, split_len, n_splits, scratch, s)
+                     : launch<D, 1, 4>(a, split_len, n_splits, scratch, s);
 }
 
 } // namespace
 
-extern "C" size_t k_attention_decode_scratch_bytes(int n_seqs, int n_heads, int head_dim, int n_splits)
+// About six (split, KV head, sequence) blocks per SM (two or three are resident at a time, so the last wave is
+// short), each split at least 256 keys (short contexts are not worth a merge). So n_seqs * n_splits is at most
+// BLOCKS_PER_SM * SMs / Hkv + n_seqs, which bounds the scratch below.
+constexpr int BLOCKS_PER_SM = 6, MIN_SPLIT = 256;
+
+extern "C" int k_attention_decode_splits(int n_seqs, int n_kv_heads, int max_context, int n_sms)
 {
-    return (size_t)n_seqs * n_heads * n_splits * (head_dim + 2) * sizeof(float);
+    const int target = BLOCKS_PER_SM * n_sms;
+    const int by_fill = (target + n_seqs * n_kv_heads - 1) / (n_seqs * n_kv_heads);
+    const int by_length = (max_context + MIN_SPLIT - 1) / MIN_SPLIT;
+    const int s = by_fill < by_length ? by_fill : by_length;
+    return s < 1 ? 1 : s;
+}
+
+// Per (sequence, head, split): o[D], max, sum.
+extern "C" size_t k_attention_decode_scratch_bytes(int max_seqs, int n_heads, int n_kv_heads, int head_dim, int n_sms)
+{
+    const size_t split_rows = (size_t)(BLOCKS_PER_SM * n_sms + n_kv_heads - 1) / n_kv_heads + max_seqs;
+    return split_rows * n_heads * (head_dim + 2) * sizeof(float);
 }
 
 extern "C" cudaError_t k_attention_decode(const k_attn_args *a, int split_len, int n_splits, void *scratch,

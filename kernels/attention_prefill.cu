@@ -6,6 +6,7 @@
 //
 // Fragment layouts follow the PTX ISA for mma.m16n8k16: in a warp, lane = 4 g + t; accumulator c0,c1 hold row g,
 // columns 2t, 2t+1; c2,c3 row g + 8.
+#include "attention_prefill_hopper.cuh"
 #include "common.cuh"
 #include "kernels.h"
 
@@ -68,6 +69,8 @@ __global__ void __launch_bounds__(THREADS, FK_PREFILL_MIN_BLOCKS) attention_pref
     extern __shared__ __align__(16) __half smem[];
     __half *sq = smem + L::Q;
 
+    pdl_wait();
+    pdl_launch_dependents();
     const int seq = tiles[blockIdx.x].x, q0 = tiles[blockIdx.x].y, h = blockIdx.y;
     const int kvh = h / (a.n_heads / a.n_kv_heads);
     const int tok0 = a.query_start[seq], nq = a.query_start[seq + 1] - tok0, ctx = a.context_len[seq];
@@ -231,21 +234,29 @@ template <int D> cudaError_t launch(const k_attn_args *a, const int32_t *tiles, 
     cudaError_t e = double_buffer ? configure_once<D, true>() : configure_once<D, false>();
     if (e != cudaSuccess)
         return e;
-    if (double_buffer)
-        attention_prefill_kernel<D, true><<<grid, THREADS, tile_layout<D>::bytes(true), stream>>>(*a, (const int2 *)tiles);
-    else
-        attention_prefill_kernel<D, false><<<grid, THREADS, tile_layout<D>::bytes(false), stream>>>(*a, (const int2 *)tiles);
-    FK_LAUNCH_CHECK();
+    return fk_launch(double_buffer ? attention_prefill_kernel<D, true> : attention_prefill_kernel<D, false>, grid,
+                     dim3(THREADS), tile_layout<D>::bytes(double_buffer), stream, *a, (const int2 *)tiles);
 }
 
 } // namespace
 
-extern "C" cudaError_t k_attention_prefill(const k_attn_args *a, const int32_t *tiles, int n_tiles, cudaStream_t stream)
+extern "C" cudaError_t k_attention_prefill_tile_rows(int allow_hopper, int *tile_rows)
+{
+    bool hopper = false;
+    cudaError_t e = allow_hopper ? prefill_hopper_available(&hopper) : cudaSuccess;
+    *tile_rows = hopper ? 128 : BQ;
+    return e;
+}
+
+extern "C" cudaError_t k_attention_prefill(const k_attn_args *a, const int32_t *tiles, int n_tiles, int tile_rows,
+                                           cudaStream_t stream)
 {
     if (n_tiles <= 0)
         return cudaSuccess;
-    if (a->n_heads % a->n_kv_heads)
+    if (a->n_heads % a->n_kv_heads || (tile_rows != BQ && tile_rows != 128))
         return cudaErrorInvalidValue;
+    if (tile_rows == 128)
+        return prefill_hopper(a, tiles, n_tiles, stream);
     switch (a->head_dim) {
     case 64: return launch<64>(a, tiles, n_tiles, stream);
     case 128: return launch<128>(a, tiles, n_tiles, stream);

@@ -7,6 +7,8 @@
 // out % 8 == 0 and y, bias 16-byte aligned: groups of 8 never straddle a row.
 __global__ void bias_gelu_vec8_kernel(__half *y, const __half *bias, size_t groups, int out)
 {
+    pdl_wait();
+    pdl_launch_dependents();
     const int groups_per_row = out / 8;
     for (size_t g = blockIdx.x * (size_t)blockDim.x + threadIdx.x; g < groups; g += (size_t)gridDim.x * blockDim.x) {
         uint4 v = reinterpret_cast<uint4 *>(y)[g];
@@ -26,6 +28,8 @@ __global__ void bias_gelu_vec8_kernel(__half *y, const __half *bias, size_t grou
 
 __global__ void bias_gelu_kernel(__half *y, const __half *bias, size_t total, int out)
 {
+    pdl_wait();
+    pdl_launch_dependents();
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x)
         y[i] = __float2half(gelu_tanh(__half2float(y[i]) + (bias ? __half2float(bias[i % out]) : 0.0f)));
 }
@@ -38,9 +42,6 @@ extern "C" cudaError_t k_bias_gelu(void *y, const void *bias, int n, int out, cu
     const bool vec = out % 8 == 0 && (uintptr_t)y % 16 == 0 && (uintptr_t)bias % 16 == 0;
     const size_t items = vec ? total / 8 : total;
     const int blocks = (int)((items + 255) / 256 < 65535 ? (items + 255) / 256 : 65535);
-    if (vec)
-        bias_gelu_vec8_kernel<<<blocks, 256, 0, stream>>>((__half *)y, (const __half *)bias, items, out);
-    else
-        bias_gelu_kernel<<<blocks, 256, 0, stream>>>((__half *)y, (const __half *)bias, total, out);
-    FK_LAUNCH_CHECK();
+    return fk_launch(vec ? bias_gelu_vec8_kernel : bias_gelu_kernel, blocks, 256, 0, stream, (__half *)y,
+                     (const __half *)bias, items, out);
 }

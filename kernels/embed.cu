@@ -5,6 +5,8 @@
 __global__ void embed_kernel(__half *out, const __half *tok, const int32_t *ids, const __half *pos,
                              const int32_t *positions, int d)
 {
+    pdl_wait();
+    pdl_launch_dependents();
     const int i = blockIdx.x;
     const __half *t = tok + (size_t)ids[i] * d;
     const __half *p = pos ? pos + (size_t)positions[i] * d : nullptr;
@@ -18,6 +20,6 @@ extern "C" cudaError_t k_embed(void *out, const void *tok, const int32_t *ids, c
 {
     if (n <= 0)
         return cudaSuccess;
-    embed_kernel<<<n, 128, 0, stream>>>((__half *)out, (const __half *)tok, ids, (const __half *)pos, positions, d);
-    FK_LAUNCH_CHECK();
+    return fk_launch(embed_kernel, n, 128, 0, stream, (__half *)out, (const __half *)tok, ids, (const __half *)pos,
+                     positions, d);
 }

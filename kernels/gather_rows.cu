@@ -4,6 +4,8 @@
 
 __global__ void gather_rows_kernel(__half *out, const __half *x, const int32_t *rows, int d)
 {
+    pdl_wait();
+    pdl_launch_dependents();
     const __half *src = x + (size_t)rows[blockIdx.x] * d;
     __half *dst = out + (size_t)blockIdx.x * d;
     for (int j = threadIdx.x; j < d; j += blockDim.x)
@@ -14,6 +16,5 @@ extern "C" cudaError_t k_gather_rows(void *out, const void *x, const int32_t *ro
 {
     if (m <= 0)
         return cudaSuccess;
-    gather_rows_kernel<<<m, 128, 0, stream>>>((__half *)out, (const __half *)x, rows, d);
-    FK_LAUNCH_CHECK();
+    return fk_launch(gather_rows_kernel, m, 128, 0, stream, (__half *)out, (const __half *)x, rows, d);
 }

@@ -49,14 +49,24 @@ typedef struct k_attn_args {
 } k_attn_args;
 
 /* Causal attention for prefill chunks (any number of queries per sequence), on tensor cores. tiles[n_tiles]:
- * (sequence, first query index within it) of each 64-query tile. head_dim 64 or 128. */
-cudaError_t k_attention_prefill(const k_attn_args *a, const int32_t *tiles, int n_tiles, cudaStream_t stream);
+ * (sequence, first query index within it) of each tile of tile_rows queries: 128 runs the Hopper (sm_90a wgmma)
+ * kernel, where k_attention_prefill_tile_rows says it is available; 64 the mma.sync kernel (sm_75 and up). head_dim
+ * 64 or 128. */
+cudaError_t k_attention_prefill(const k_attn_args *a, const int32_t *tiles, int n_tiles, int tile_rows,
+                                cudaStream_t stream);
+
+/* The tile size of the fastest prefill kernel on the current device: 128 where the Hopper kernel can run (and
+ * allow_hopper), else 64. */
+cudaError_t k_attention_prefill_tile_rows(int allow_hopper, int *tile_rows);
 
 /* Attention for batches where every sequence has exactly one query (decodes). Long contexts are split into
- * n_splits pieces of split_len keys computed by separate blocks, then merged (flash-decoding). scratch holds
- * k_attention_decode_scratch_bytes(...) bytes. head_dim 64 or 128; H / Hkv <= 16. */
+ * n_splits pieces of split_len keys computed by separate blocks, then merged (flash-decoding); n_splits comes from
+ * k_attention_decode_splits (from the longest context, or a bound on it, so a recorded launch can be replayed).
+ * scratch holds k_attention_decode_scratch_bytes(...) bytes, enough for any n_seqs up to max_seqs. head_dim 64 or
+ * 128; H / Hkv <= 16. */
 cudaError_t k_attention_decode(const k_attn_args *a, int split_len, int n_splits, void *scratch, cudaStream_t stream);
-size_t k_attention_decode_scratch_bytes(int n_seqs, int n_heads, int head_dim, int n_splits);
+int k_attention_decode_splits(int n_seqs, int n_kv_heads, int max_context, int n_sms);
+size_t k_attention_decode_scratch_bytes(int max_seqs, int n_heads, int n_kv_heads, int head_dim, int n_sms);
 
 /* Small-batch linear (m <= 16 tokens), streaming W once: y[m][n] = epilogue(x[m][k] W[n][k]^T + bias[n]), bias may
  * be NULL. K_LINEAR_GELU applies gelu_tanh; K_LINEAR_SILU_MUL takes W = [gate (n rows) | up (n rows)] [2n][k] (and

@@ -6,6 +6,8 @@
 __global__ void add_layer_norm_kernel(__half *out, __half *residual, const __half *x, const __half *w,
                                       const __half *bias, int d, float eps)
 {
+    pdl_wait();
+    pdl_launch_dependents();
     __shared__ float scratch[32];
     __half *r = residual + (size_t)blockIdx.x * d;
     const __half *xs = x ? x + (size_t)blockIdx.x * d : nullptr;
@@ -33,7 +35,6 @@ extern "C" cudaError_t k_add_layer_norm(void *out, void *residual, const void *x
     if (n <= 0)
         return cudaSuccess;
     const int threads = d >= 2048 ? 256 : d >= 512 ? 128 : 64;
-    add_layer_norm_kernel<<<n, threads, 0, stream>>>((__half *)out, (__half *)residual, (const __half *)x,
-                                                     (const __half *)w, (const __half *)bias, d, eps);
-    FK_LAUNCH_CHECK();
+    return fk_launch(add_layer_norm_kernel, n, threads, 0, stream, (__half *)out, (__half *)residual,
+                     (const __half *)x, (const __half *)w, (const __half *)bias, d, eps);
 }

@@ -59,7 +59,8 @@ __global__ void __launch_bounds__(THREADS) linear_small_kernel(__half *__restric
             for (int rt = 0; rt < RT; rt++)
 #pragma unroll
                 for (int h = 0; h < 2; h++)
-                    f[u].w[rt][h] = k_ok && row_ok[h] ? load_stream16(w_row(rt, g + 8 * h) + kk) : make_uint4(0, 0, 0, 0);
+                    f[u].w[rt][h] =
+                        k_ok && row_ok[h] ? load_stream16(w_row(rt, g + 8 * h) + kk) : make_uint4(0, 0, 0, 0);
         }
     };
     auto load_x = [&](step_frags<RT, NT> (&f)[U], int s0) {
@@ -235,8 +236,10 @@ extern "C" cudaError_t k_linear_small(void *y, const void *x, const void *w, con
     __half *yh = (__half *)y;
     const __half *xh = (const __half *)x, *wh = (const __half *)w, *bh = (const __half *)bias;
     switch (epilogue) {
-    case K_LINEAR_PLAIN: return launch_m<1, K_LINEAR_PLAIN>(yh, xh, wh, bh, m, k, n, splits, partials, counters, stream);
-    case K_LINEAR_GELU: return launch_m<1, K_LINEAR_GELU>(yh, xh, wh, bh, m, k, n, splits, partials, counters, stream);
+    case K_LINEAR_PLAIN:
+        return launch_m<1, K_LINEAR_PLAIN>(yh, xh, wh, bh, m, k, n, splits, partials, counters, stream);
+    case K_LINEAR_GELU:
+        return launch_m<1, K_LINEAR_GELU>(yh, xh, wh, bh, m, k, n, splits, partials, counters, stream);
     case K_LINEAR_SILU_MUL:
         return launch_m<2, K_LINEAR_SILU_MUL>(yh, xh, wh, bh, m, k, n, splits, partials, counters, stream);
     default: return cudaErrorInvalidValue;

@@ -13,6 +13,8 @@ static int threads_for(int d)
 
 __global__ void add_rms_norm_vec_kernel(__half *out, __half *residual, const __half *x, const __half *w, int d, float eps)
 {
+    pdl_wait();
+    pdl_launch_dependents();
     __shared__ float scratch[32];
     uint4 *r = reinterpret_cast<uint4 *>(residual + (size_t)blockIdx.x * d);
     const uint4 *xs = x ? reinterpret_cast<const uint4 *>(x + (size_t)blockIdx.x * d) : nullptr;
@@ -53,6 +55,8 @@ __global__ void add_rms_norm_vec_kernel(__half *out, __half *residual, const __h
 
 __global__ void add_rms_norm_kernel(__half *out, __half *residual, const __half *x, const __half *w, int d, float eps)
 {
+    pdl_wait();
+    pdl_launch_dependents();
     __shared__ float scratch[32];
     __half *r = residual + (size_t)blockIdx.x * d;
     const __half *xs = x ? x + (size_t)blockIdx.x * d : nullptr;
@@ -74,11 +78,6 @@ extern "C" cudaError_t k_add_rms_norm(void *out, void *residual, const void *x, 
 {
     if (n <= 0)
         return cudaSuccess;
-    if (d % 8 == 0)
-        add_rms_norm_vec_kernel<<<n, threads_for(d), 0, stream>>>((__half *)out, (__half *)residual,
-                                                                  (const __half *)x, (const __half *)w, d, eps);
-    else
-        add_rms_norm_kernel<<<n, threads_for(d), 0, stream>>>((__half *)out, (__half *)residual, (const __half *)x,
-                                                              (const __half *)w, d, eps);
-    FK_LAUNCH_CHECK();
+    return fk_launch(d % 8 == 0 ? add_rms_norm_vec_kernel : add_rms_norm_kernel, n, threads_for(d), 0, stream,
+                     (__half *)out, (__half *)residual, (const __half *)x, (const __half *)w, d, eps);
 }

@@ -12,6 +12,8 @@ __global__ void __launch_bounds__(THREADS) rope_store_kv_kernel(__half *qkv, con
                                                                 __half *k_cache, __half *v_cache, int n_heads,
                                                                 int n_kv_heads, int D, int B)
 {
+    pdl_wait();
+    pdl_launch_dependents();
     __shared__ float cos_j[512], sin_j[512]; // head_dim <= 1024
     const int t = blockIdx.x, half_d = D / 2;
     __half *row = qkv + (size_t)t * (n_heads + 2 * n_kv_heads) * D;
@@ -55,7 +57,6 @@ extern "C" cudaError_t k_rope_store_kv(void *qkv, const int32_t *positions, cons
         return cudaSuccess;
     if (head_dim > 1024 || head_dim % 8)
         return cudaErrorInvalidValue;
-    rope_store_kv_kernel<<<n, THREADS, 0, stream>>>((__half *)qkv, positions, inv_freq, slots, (__half *)k_cache,
-                                                    (__half *)v_cache, n_heads, n_kv_heads, head_dim, block_size);
-    FK_LAUNCH_CHECK();
+    return fk_launch(rope_store_kv_kernel, n, THREADS, 0, stream, (__half *)qkv, positions, inv_freq, slots,
+                     (__half *)k_cache, (__half *)v_cache, n_heads, n_kv_heads, head_dim, block_size);
 }

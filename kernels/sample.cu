@@ -65,6 +65,8 @@ __device__ float radix_threshold(const row_ctx &c, float floor, float need, bool
 __global__ void __launch_bounds__(THREADS) sample_kernel(int32_t *tokens, const __half *logits,
                                                          const k_sample_row *rows, int vocab)
 {
+    pdl_wait();
+    pdl_launch_dependents();
     __shared__ float scratch[32];
     __shared__ float hist[256];
     __shared__ int s_idx[32];
@@ -199,6 +201,5 @@ extern "C" cudaError_t k_sample(int32_t *tokens, const void *logits, const k_sam
 {
     if (n_rows <= 0)
         return cudaSuccess;
-    sample_kernel<<<n_rows, THREADS, 0, stream>>>(tokens, (const __half *)logits, rows, vocab);
-    FK_LAUNCH_CHECK();
+    return fk_launch(sample_kernel, n_rows, THREADS, 0, stream, tokens, (const __half *)logits, rows, vocab);
 }

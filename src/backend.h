@@ -20,6 +20,8 @@
 
 typedef struct backend backend;
 
+#define PROF_MARKS 2048 /* timeline points one profiled step may stamp */
+
 /* What one row's token choice depends on once penalties are applied (see sampler_pick in sampler.h): temperature
  * 0 is the argmax; u is the request RNG's draw for this token. */
 typedef struct sample_row {
@@ -127,6 +129,12 @@ typedef struct backend_ops {
     fk_status (*capture_end)(backend *b, void **graph, fk_error *err);
     fk_status (*graph_launch)(backend *b, void *graph, fk_error *err);
     void (*graph_destroy)(backend *b, void *graph);
+
+    /* Profiling: prof_mark stamps point i (< PROF_MARKS) of the device's timeline, in order with the ops (also when
+     * recorded into a graph); prof_read waits for the device and gives ms[i], the time from point i to point i + 1,
+     * for i < n - 1. */
+    fk_status (*prof_mark)(backend *b, int i, fk_error *err);
+    fk_status (*prof_read)(backend *b, int n, float *ms, fk_error *err);
 
     /* Test hook: make the device fail as a real fault would (the GPU: a sticky illegal-address error that the next
      * synchronization reports; the CPU: FK_ERR_DEVICE now). */

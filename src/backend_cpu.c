@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <omp.h>
 
@@ -17,6 +18,7 @@ typedef struct cpu_backend {
     int n_threads;
     sampler *sampler; /* scratch for the sample op, sized to the model's vocabulary */
     int sampler_vocab;
+    double *marks; /* profiling: the time of each point, seconds (PROF_MARKS, allocated at the first mark) */
 } cpu_backend;
 
 static int threads_of(const backend *b)
@@ -31,6 +33,7 @@ static int threads_of(const backend *b)
 static void cpu_destroy(backend *b)
 {
     sampler_destroy(((cpu_backend *)b)->sampler);
+    free(((cpu_backend *)b)->marks);
     free(b);
 }
 
@@ -418,6 +421,30 @@ static fk_status cpu_sample(backend *b, int32_t *tokens, const void *logits, con
     return FK_OK;
 }
 
+/* The ops run synchronously, so a point's wall-clock time is where the timeline is. */
+static fk_status cpu_prof_mark(backend *b, int i, fk_error *err)
+{
+    cpu_backend *cb = (cpu_backend *)b;
+    if (!cb->marks && !(cb->marks = malloc(PROF_MARKS * sizeof *cb->marks)))
+        return fk_error_set(err, FK_ERR_OUT_OF_MEMORY, "cpu: profiling marks");
+    if (i < 0 || i >= PROF_MARKS)
+        return fk_error_set(err, FK_ERR_INVALID_ARGUMENT, "cpu: profiling mark %d of %d", i, PROF_MARKS);
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    cb->marks[i] = (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+    return FK_OK;
+}
+
+static fk_status cpu_prof_read(backend *b, int n, float *ms, fk_error *err)
+{
+    const cpu_backend *cb = (const cpu_backend *)b;
+    if (n > 1 && !cb->marks)
+        return fk_error_set(err, FK_ERR_INVALID_ARGUMENT, "cpu: no profiling marks");
+    for (int i = 0; i + 1 < n; i++)
+        ms[i] = (float)((cb->marks[i + 1] - cb->marks[i]) * 1e3);
+    return FK_OK;
+}
+
 static fk_status cpu_inject_fault(backend *b, fk_error *err)
 {
     (void)b;
@@ -445,6 +472,8 @@ static const backend_ops cpu_ops = {
     .linear_silu_mul = cpu_linear_silu_mul,
     .linear_gelu = cpu_linear_gelu,
     .gather_rows = cpu_gather_rows,
+    .prof_mark = cpu_prof_mark,
+    .prof_read = cpu_prof_read,
     .inject_fault = cpu_inject_fault,
     .sample = cpu_sample,
 };

@@ -31,7 +31,9 @@ typedef struct cuda_backend {
     unsigned *linear_counters;
     uint16_t *staging; /* host fp16 staging for download_act */
     size_t staging_n;
+    int prefill_tile_rows; /* queries per prefill tile: 128 runs the Hopper kernel, 64 the mma.sync one */
     struct prefill_tile *tiles; /* host: prefill tiles, built per attention call */
+    cudaEvent_t *marks;         /* profiling: PROF_MARKS events, created at the first mark */
     int32_t *tile_pairs;        /* host: (sequence, first query) of each, as the kernel reads them */
     int tiles_cap;
 } cuda_backend;
@@ -79,6 +81,9 @@ static void cuda_destroy(backend *b)
     cudaFree(cb->blas_workspace);
     if (cb->stream)
         cudaStreamDestroy(cb->stream);
+    for (int i = 0; cb->marks && i < PROF_MARKS; i++)
+        cudaEventDestroy(cb->marks[i]);
+    free(cb->marks);
     free(cb->staging);
     free(cb->tiles);
     free(cb->tile_pairs);
@@ -239,28 +244,13 @@ static fk_status cuda_rope_store_kv(backend *b, void *qkv, const int32_t *positi
                     "rope_store_kv", err);
 }
 
-/* Decode splits: about six (split, KV head, sequence) blocks per SM (two or three are resident at a time, so the
- * last wave is short), each split at least 256 keys (four chunks: short contexts are not worth a merge). Bounded so that the scratch below always suffices:
- * n_seqs * n_splits <= DECODE_BLOCKS_PER_SM * SMs / Hkv + n_seqs. */
-#define DECODE_BLOCKS_PER_SM 6
-
-static int decode_splits(const cuda_backend *cb, int n_seqs, int n_kv_heads, int max_context)
-{
-    const int target = DECODE_BLOCKS_PER_SM * cb->n_sms;
-    int by_fill = (target + n_seqs * n_kv_heads - 1) / (n_seqs * n_kv_heads);
-    int by_length = (max_context + 255) / 256;
-    int s = by_fill < by_length ? by_fill : by_length;
-    return s < 1 ? 1 : s;
-}
-
 /* Decode partials or the prefill tile list, never both in one call: both start at the scratch's beginning. */
 static size_t cuda_attention_scratch_bytes(const backend *b, int max_tokens, int max_seqs, int n_heads, int n_kv_heads,
                                            int head_dim)
 {
     const cuda_backend *cb = (const cuda_backend *)b;
-    const int split_rows = (DECODE_BLOCKS_PER_SM * cb->n_sms + n_kv_heads - 1) / n_kv_heads + max_seqs;
-    const size_t decode = (size_t)split_rows * k_attention_decode_scratch_bytes(1, n_heads, head_dim, 1);
-    const size_t tiles = ((size_t)max_tokens / 64 + (size_t)max_seqs) * 2 * sizeof(int32_t);
+    const size_t decode = k_attention_decode_scratch_bytes(max_seqs, n_heads, n_kv_heads, head_dim, cb->n_sms);
+    const size_t tiles = ((size_t)max_tokens / cb->prefill_tile_rows + (size_t)max_seqs) * 2 * sizeof(int32_t);
     return decode > tiles ? decode : tiles;
 }
 
@@ -293,14 +283,15 @@ static fk_status cuda_attention(backend *b, void *out, const void *qkv, const kv
         return fk_error_set(err, FK_ERR_UNSUPPORTED, "cuda attention: head_dim %d (supported: 64, 128)", kv->head_dim);
     bool all_decode = ab->n_tokens == ab->n_seqs && G <= 16; /* the decode kernel's query heads fit one MMA tile */
     if (all_decode) { /* from max_context alone, so that a graph replays the same launch */
-        const int n_splits = decode_splits(cb, ab->n_seqs, kv->n_kv_heads, ab->max_context);
+        const int n_splits = k_attention_decode_splits(ab->n_seqs, kv->n_kv_heads, ab->max_context, cb->n_sms);
         const int split_len = (ab->max_context + n_splits - 1) / n_splits;
         return launched(k_attention_decode(&args, split_len, n_splits, ab->scratch, cb->stream), "attention_decode",
                         err);
     }
+    const int rows = cb->prefill_tile_rows;
     int n_tiles = 0;
     for (int s = 0; s < ab->n_seqs; s++)
-        n_tiles += (ab->query_start_host[s + 1] - ab->query_start_host[s] + 63) / 64;
+        n_tiles += (ab->query_start_host[s + 1] - ab->query_start_host[s] + rows - 1) / rows;
     if (n_tiles > cb->tiles_cap) {
         prefill_tile *tiles = realloc(cb->tiles, (size_t)n_tiles * sizeof *tiles);
         if (tiles)
@@ -316,7 +307,7 @@ static fk_status cuda_attention(backend *b, void *out, const void *qkv, const kv
     int t = 0;
     for (int s = 0; s < ab->n_seqs; s++) {
         const int nq = ab->query_start_host[s + 1] - ab->query_start_host[s];
-        for (int q0 = 0; q0 < nq; q0 += 64)
+        for (int q0 = 0; q0 < nq; q0 += rows)
             cb->tiles[t++] = (prefill_tile){.seq = s, .q0 = q0, .position = ab->context_len_host[s] - nq + q0};
     }
     qsort(cb->tiles, (size_t)n_tiles, sizeof *cb->tiles, heavier_first);
@@ -326,7 +317,7 @@ static fk_status cuda_attention(backend *b, void *out, const void *qkv, const kv
     fk_status s = cuda_upload(b, dev_tiles, cb->tile_pairs, (size_t)n_tiles * 2 * sizeof(int32_t), err);
     if (s)
         return s;
-    return launched(k_attention_prefill(&args, dev_tiles, n_tiles, cb->stream), "attention_prefill", err);
+    return launched(k_attention_prefill(&args, dev_tiles, n_tiles, rows, cb->stream), "attention_prefill", err);
 }
 
 static fk_status cuda_linear_silu_mul(backend *b, void *out, void *scratch, const void *x, const void *w,
@@ -404,6 +395,34 @@ static void cuda_graph_destroy(backend *b, void *graph)
     cudaGraphExecDestroy((cudaGraphExec_t)graph);
 }
 
+/* Events recorded as graph nodes too (cudaEventRecordExternal), so a replayed decode pass is timed like an eager one. */
+static fk_status cuda_prof_mark(backend *b, int i, fk_error *err)
+{
+    cuda_backend *cb = cb_of(b);
+    if (i < 0 || i >= PROF_MARKS)
+        return fk_error_set(err, FK_ERR_INVALID_ARGUMENT, "cuda: profiling mark %d of %d", i, PROF_MARKS);
+    if (!cb->marks) {
+        if (!(cb->marks = calloc(PROF_MARKS, sizeof *cb->marks)))
+            return fk_error_set(err, FK_ERR_OUT_OF_MEMORY, "cuda: profiling events");
+        for (int k = 0; k < PROF_MARKS; k++)
+            CUDA_OK(cudaEventCreate(&cb->marks[k]), "cudaEventCreate");
+    }
+    CUDA_OK(cudaEventRecordWithFlags(cb->marks[i], cb->stream, cudaEventRecordExternal), "cudaEventRecord");
+    return FK_OK;
+}
+
+static fk_status cuda_prof_read(backend *b, int n, float *ms, fk_error *err)
+{
+    cuda_backend *cb = cb_of(b);
+    if (n > 1 && !cb->marks)
+        return fk_error_set(err, FK_ERR_INVALID_ARGUMENT, "cuda: no profiling marks");
+    if (n > 0)
+        CUDA_OK(cudaEventSynchronize(cb->marks[n - 1]), "cudaEventSynchronize");
+    for (int i = 0; i + 1 < n; i++)
+        CUDA_OK(cudaEventElapsedTime(&ms[i], cb->marks[i], cb->marks[i + 1]), "cudaEventElapsedTime");
+    return FK_OK;
+}
+
 static fk_status cuda_inject_fault(backend *b, fk_error *err)
 {
     return launched(k_inject_fault(cb_of(b)->stream), "inject_fault", err);
@@ -437,6 +456,8 @@ static const backend_ops cuda_ops = {
     .capture_end = cuda_capture_end,
     .graph_launch = cuda_graph_launch,
     .graph_destroy = cuda_graph_destroy,
+    .prof_mark = cuda_prof_mark,
+    .prof_read = cuda_prof_read,
     .inject_fault = cuda_inject_fault,
     .sample = cuda_sample,
 };
@@ -455,9 +476,10 @@ static fk_status gelu_epilogue_choice(bool *by_cublaslt, fk_error *err)
     return FK_OK;
 }
 
-/* The tuning switches read from the environment, for benchmarks and for the profile before/after (defaults are the
- * measured best, docs/BENCHMARKS.md): FK_SMALL_LINEAR_MAX_M (0..16, default SMALL_LINEAR_MAX_M_DEFAULT; 0 sends
- * every linear to cuBLAS) and FK_PDL (0 turns programmatic dependent launch off). */
+/* The tuning switches read from the environment, for tests, benchmarks and the profile before/after (defaults are
+ * the measured best, docs/BENCHMARKS.md): FK_SMALL_LINEAR_MAX_M (0..16, default SMALL_LINEAR_MAX_M_DEFAULT; 0 sends
+ * every linear to cuBLAS), FK_PDL (0 turns programmatic dependent launch off) and FK_PREFILL_HOPPER (0 keeps prefill
+ * attention on the mma.sync kernel on a Hopper too). */
 static fk_status env_int(const char *name, int lo, int hi, int *v, fk_error *err)
 {
     const char *s = getenv(name);
@@ -466,7 +488,8 @@ static fk_status env_int(const char *name, int lo, int hi, int *v, fk_error *err
     char *end;
     long x = strtol(s, &end, 10);
     if (*end || x < lo || x > hi)
-        return fk_error_set(err, FK_ERR_INVALID_ARGUMENT, "%s=\"%s\" (expected an integer in [%d, %d])", name, s, lo, hi);
+        return fk_error_set(err, FK_ERR_INVALID_ARGUMENT, "%s=\"%s\" (expected an integer in [%d, %d])", name, s, lo,
+                            hi);
     *v = (int)x;
     return FK_OK;
 }
@@ -474,13 +497,14 @@ static fk_status env_int(const char *name, int lo, int hi, int *v, fk_error *err
 static fk_status tuning_from_env(cuda_backend *cb, fk_error *err)
 {
     cb->small_linear_max_m = SMALL_LINEAR_MAX_M_DEFAULT;
-    int pdl = 1, enabled;
+    int pdl = 1, hopper = 1, enabled;
     fk_status s;
     if ((s = gelu_epilogue_choice(&cb->gelu_by_cublaslt, err)) ||
         (s = env_int("FK_SMALL_LINEAR_MAX_M", 0, K_LINEAR_SMALL_MAX_M, &cb->small_linear_max_m, err)) ||
-        (s = env_int("FK_PDL", 0, 1, &pdl, err)))
+        (s = env_int("FK_PDL", 0, 1, &pdl, err)) || (s = env_int("FK_PREFILL_HOPPER", 0, 1, &hopper, err)))
         return s;
     CUDA_OK(k_pdl_configure(pdl, &enabled), "programmatic dependent launch");
+    CUDA_OK(k_attention_prefill_tile_rows(hopper, &cb->prefill_tile_rows), "prefill kernel choice");
     return FK_OK;
 }
 
@@ -506,10 +530,9 @@ fk_status backend_cuda_create(backend **out, fk_error *err)
     else if (cublasCreate(&cb->blas) != CUBLAS_STATUS_SUCCESS || cublasSetStream(cb->blas, cb->stream) != CUBLAS_STATUS_SUCCESS ||
              cublasSetWorkspace(cb->blas, cb->blas_workspace, BLAS_WORKSPACE_BYTES) != CUBLAS_STATUS_SUCCESS)
         s = fk_error_set(err, FK_ERR_DEVICE, "cublas: cannot create a handle");
-    else if ((e = cudaMalloc((void **)&cb->linear_partials, K_LINEAR_SMALL_PARTIAL_FLOATS * sizeof(float))) !=
-                 cudaSuccess ||
-             (e = cudaMalloc((void **)&cb->linear_counters, K_LINEAR_SMALL_COUNTERS * sizeof(unsigned))) != cudaSuccess ||
-             (e = cudaMemset(cb->linear_counters, 0, K_LINEAR_SMALL_COUNTERS * sizeof(unsigned))) != cudaSuccess)
+    else if ((e = cudaMalloc((void **)&cb->linear_partials, K_LINEAR_SMALL_PARTIAL_FLOATS * sizeof(float))) ||
+             (e = cudaMalloc((void **)&cb->linear_counters, K_LINEAR_SMALL_COUNTERS * sizeof(unsigned))) ||
+             (e = cudaMemset(cb->linear_counters, 0, K_LINEAR_SMALL_COUNTERS * sizeof(unsigned))))
         s = cuda_fail(err, "small-linear scratch", e);
     else if (!(s = gemm_lt_create(&cb->gemm_lt, cb->blas_workspace, BLAS_WORKSPACE_BYTES, err)))
         s = tuning_from_env(cb, err);

@@ -41,6 +41,7 @@ struct fk_engine {
     size_t text_cap;
     uint64_t next_id;
     uint64_t prompt_tokens, generation_tokens, steps;
+    fk_step_profile profile[2]; /* FK_PROFILE_DECODE, FK_PROFILE_PREFILL (params.profile) */
     bool failed;
     char failure[FK_ERROR_MESSAGE_MAX];
 };
@@ -183,7 +184,7 @@ fk_status fk_engine_create(fk_model *m, const fk_engine_params *params, fk_engin
     const model_config *c = &m->cfg;
     const int max_blocks = (p.max_model_len + p.block_size - 1) / p.block_size;
     const int max_tokens = p.max_num_batched_tokens;
-    if ((s = forward_ws_create(m, max_tokens, p.max_num_seqs, max_blocks, p.max_num_seqs, true, &e->ws, err)) ||
+    if ((s = forward_ws_create(m, max_tokens, p.max_num_seqs, max_blocks, p.max_num_seqs, true, p.profile, &e->ws, err)) ||
         (s = size_kv_pool(m, &e->p, err)) ||
         (s = kv_cache_create(m->be, c->n_layers, e->p.num_blocks, p.block_size, c->n_kv_heads, c->head_dim, &e->kv,
                              err)) ||
@@ -484,11 +485,28 @@ fk_status fk_engine_step(fk_engine *e, fk_error *err)
     fk_status s = forward(e, b, err);                               /* the model, on the device */
     if (!s)
         s = sample(e, work, b, err);                                /* per-request params and RNG */
+    fk_step_profile *prof = &e->profile[b->n_tokens == b->n_seqs ? FK_PROFILE_DECODE : FK_PROFILE_PREFILL];
+    if (!s && e->p.profile)
+        s = model_profile_take(e->model, e->ws, prof->op_s, err);
     if (s)
         return fail(e, s, err);
     postprocess(e, work, start);                                    /* append, finish, free blocks, report */
     e->steps++;
+    if (e->p.profile)
+        prof->steps++, prof->sequences += (uint64_t)b->n_seqs, prof->wall_s += now_s() - start;
     return FK_OK;
+}
+
+void fk_engine_get_profile(const fk_engine *e, fk_step_profile out[2])
+{
+    out[FK_PROFILE_DECODE] = e->profile[FK_PROFILE_DECODE];
+    out[FK_PROFILE_PREFILL] = e->profile[FK_PROFILE_PREFILL];
+}
+
+const char *fk_op_class_name(fk_op_class c)
+{
+    static const char *const names[FK_OP_CLASSES] = {"linears", "attention", "norms", "sampling", "other kernels"};
+    return c >= 0 && c < FK_OP_CLASSES ? names[c] : "unknown";
 }
 
 /* ---- the rest of the API ---- */

@@ -8,10 +8,12 @@
 #include "model_config.h"
 #include "model_weights.h"
 
-/* A recorded decode pass: replayable while the batch has n_seqs sequences and block tables padded to width. */
+/* A recorded decode pass: replayable while the batch has n_seqs sequences and block tables padded to width. Its
+ * profiling marks, when profiling, are those of the pass it recorded. */
 typedef struct forward_graph {
     int n_seqs, width;
     void *graph;
+    int n_marks;
 } forward_graph;
 
 #define FORWARD_GRAPHS 64
@@ -36,6 +38,12 @@ typedef struct forward_ws {
     bool graphs;
     forward_graph graph[FORWARD_GRAPHS];
     int n_graphs;
+    /* Profiling (off unless asked for): before each op of a pass, a timeline mark and the op's fk_op_class; one more
+     * mark ends the pass. Every pass of the same kind marks the same sequence of ops. */
+    bool profile;
+    int n_marks;
+    uint8_t mark_class[PROF_MARKS];
+    float mark_ms[PROF_MARKS]; /* scratch for reading them */
 } forward_ws;
 
 struct fk_model {
@@ -48,7 +56,7 @@ struct fk_model {
 };
 
 fk_status forward_ws_create(const fk_model *m, int max_tokens, int max_seqs, int max_blocks, int max_logits,
-                            bool graphs, forward_ws **out, fk_error *err);
+                            bool graphs, bool profile, forward_ws **out, fk_error *err);
 void forward_ws_free(const fk_model *m, forward_ws *ws);
 
 /* Runs the batch through the model, writing K/V into kv and the logits of b->logit_rows into ws->logits on the
@@ -62,5 +70,9 @@ fk_status model_fetch_logits(fk_model *m, forward_ws *ws, int n_rows, float *log
  * only the token ids cross to the host. */
 fk_status model_fetch_tokens(fk_model *m, forward_ws *ws, const sample_row *rows, int n_rows, int32_t *tokens,
                              fk_error *err);
+
+/* Profiling: adds the device time of each op of the last pass (and its sampling) to op_s[fk_op_class], seconds, and
+ * starts the marks afresh. Waits for the device. */
+fk_status model_profile_take(fk_model *m, forward_ws *ws, double op_s[FK_OP_CLASSES], fk_error *err);
 
 #endif

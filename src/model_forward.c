@@ -9,7 +9,7 @@
 #include "model.h"
 
 fk_status forward_ws_create(const fk_model *m, int max_tokens, int max_seqs, int max_blocks, int max_logits,
-                            bool graphs, forward_ws **out, fk_error *err)
+                            bool graphs, bool profile, forward_ws **out, fk_error *err)
 {
     const model_config *c = &m->cfg;
     backend *be = m->be;
@@ -26,7 +26,7 @@ fk_status forward_ws_create(const fk_model *m, int max_tokens, int max_seqs, int
     }
     *ws = (forward_ws){.max_tokens = max_tokens, .max_seqs = max_seqs, .max_blocks = max_blocks,
                        .max_logits = max_logits, .index_host = ws->index_host, .index_cap = index_cap,
-                       .graphs = graphs && be->ops->graph_launch};
+                       .graphs = graphs && be->ops->graph_launch, .profile = profile};
     struct {
         void **p;
         size_t bytes;
@@ -105,32 +105,45 @@ static fk_status upload_batch(backend *be, forward_ws *ws, const batch *b, int w
     return be->ops->upload(be, ws->index_dev, ws->index_host, at * sizeof(int32_t), err);
 }
 
+/* Profiling: a timeline mark before an op of class c (and, with c = FK_OP_CLASSES, after the last one). */
+static fk_status mark(fk_model *m, forward_ws *ws, int c, fk_error *err)
+{
+    if (!ws->profile || ws->n_marks == PROF_MARKS)
+        return FK_OK;
+    ws->mark_class[ws->n_marks] = (uint8_t)c;
+    return m->be->ops->prof_mark(m->be, ws->n_marks++, err);
+}
+
 /* residual += x (if x); out = norm(residual), with the architecture's norm. */
-static fk_status add_norm(const fk_model *m, void *out, void *residual, const void *x, const void *w,
+static fk_status add_norm(fk_model *m, forward_ws *ws, void *out, void *residual, const void *x, const void *w,
                           const void *bias, int n, fk_error *err)
 {
     backend *be = m->be;
     const model_config *c = &m->cfg;
+    fk_status s = mark(m, ws, FK_OP_NORM, err);
+    if (s)
+        return s;
     if (c->arch == ARCH_LLAMA)
         return be->ops->add_rms_norm(be, out, residual, x, w, n, c->hidden_size, c->norm_eps, err);
     return be->ops->add_layer_norm(be, out, residual, x, w, bias, n, c->hidden_size, c->norm_eps, err);
 }
 
 /* The MLP of layer l: normed [n][d] → proj [n][d]. */
-static fk_status mlp(const fk_model *m, forward_ws *ws, const layer_weights *l, int n, fk_error *err)
+static fk_status mlp(fk_model *m, forward_ws *ws, const layer_weights *l, int n, fk_error *err)
 {
     backend *be = m->be;
     const model_config *c = &m->cfg;
     const int d = c->hidden_size, f = c->intermediate_size;
     fk_status s;
-    if (c->arch == ARCH_LLAMA) {
-        if ((s = be->ops->linear_silu_mul(be, ws->mlp_act, ws->mlp_in, ws->normed, l->up_w, l->up_b, n, d, f, err)))
-            return s;
-        return be->ops->linear(be, ws->proj, ws->mlp_act, l->down_w, l->down_b, n, f, d, err);
-    }
-    if ((s = be->ops->linear_gelu(be, ws->mlp_in, ws->normed, l->up_w, l->up_b, n, d, f, err)))
+    if ((s = mark(m, ws, FK_OP_LINEAR, err)))
         return s;
-    return be->ops->linear(be, ws->proj, ws->mlp_in, l->down_w, l->down_b, n, f, d, err);
+    if (c->arch == ARCH_LLAMA)
+        s = be->ops->linear_silu_mul(be, ws->mlp_act, ws->mlp_in, ws->normed, l->up_w, l->up_b, n, d, f, err);
+    else
+        s = be->ops->linear_gelu(be, ws->mlp_act, ws->normed, l->up_w, l->up_b, n, d, f, err);
+    if (s || (s = mark(m, ws, FK_OP_LINEAR, err)))
+        return s;
+    return be->ops->linear(be, ws->proj, ws->mlp_act, l->down_w, l->down_b, n, f, d, err);
 }
 
 static float attention_scale(const model_config *c, int layer)
@@ -152,7 +165,18 @@ static fk_status check_fits(const forward_ws *ws, const batch *b, fk_error *err)
     return FK_OK;
 }
 
-/* The ops of one pass, on the batch ws points at. */
+/* Whether the logit rows are the batch's rows in order (a decode pass): the lm_head then reads them in place. */
+static bool all_rows_in_order(const batch *b)
+{
+    if (b->n_logits != b->n_tokens)
+        return false;
+    for (int i = 0; i < b->n_logits; i++)
+        if (b->logit_rows[i] != i)
+            return false;
+    return true;
+}
+
+/* The ops of one pass, on the batch ws points at; in profiling mode each is preceded by a mark of its class. */
 static fk_status run_layers(fk_model *m, forward_ws *ws, const kv_cache *kv, const batch *b, const attn_batch *ab,
                             fk_error *err)
 {
@@ -162,28 +186,42 @@ static fk_status run_layers(fk_model *m, forward_ws *ws, const kv_cache *kv, con
     const int n = b->n_tokens, d = c->hidden_size, H = c->n_heads, D = c->head_dim;
     const int qkv_dim = (H + 2 * c->n_kv_heads) * D;
     fk_status s;
-    if ((s = be->ops->embed(be, ws->residual, w->tok_embed, ws->ids, w->pos_embed, ws->positions, n, d, err)))
+    if ((s = mark(m, ws, FK_OP_OTHER, err)) ||
+        (s = be->ops->embed(be, ws->residual, w->tok_embed, ws->ids, w->pos_embed, ws->positions, n, d, err)))
         return s;
     const void *sublayer_out = NULL; /* added to the residual by the next norm */
     for (int i = 0; i < c->n_layers; i++) {
         const layer_weights *l = &w->layers[i];
-        if ((s = add_norm(m, ws->normed, ws->residual, sublayer_out, l->norm1_w, l->norm1_b, n, err)) ||
+        if ((s = add_norm(m, ws, ws->normed, ws->residual, sublayer_out, l->norm1_w, l->norm1_b, n, err)) ||
+            (s = mark(m, ws, FK_OP_LINEAR, err)) ||
             (s = be->ops->linear(be, ws->qkv, ws->normed, l->qkv_w, l->qkv_b, n, d, qkv_dim, err)) ||
+            (s = mark(m, ws, FK_OP_OTHER, err)) ||
             (s = be->ops->rope_store_kv(be, ws->qkv, ws->positions, w->rope_inv_freq, ws->slots, &kv->layers[i], n,
                                         H, err)) ||
+            (s = mark(m, ws, FK_OP_ATTENTION, err)) ||
             (s = be->ops->attention(be, ws->attn, ws->qkv, &kv->layers[i], ab, H, attention_scale(c, i), err)) ||
+            (s = mark(m, ws, FK_OP_LINEAR, err)) ||
             (s = be->ops->linear(be, ws->proj, ws->attn, l->o_w, l->o_b, n, H * D, d, err)) ||
-            (s = add_norm(m, ws->normed, ws->residual, ws->proj, l->norm2_w, l->norm2_b, n, err)) ||
+            (s = add_norm(m, ws, ws->normed, ws->residual, ws->proj, l->norm2_w, l->norm2_b, n, err)) ||
             (s = mlp(m, ws, l, n, err)))
             return fk_error_prefix(err, s, "layer %d: ", i);
         sublayer_out = ws->proj;
     }
     if (b->n_logits == 0)
-        return FK_OK;
-    if ((s = add_norm(m, ws->normed, ws->residual, sublayer_out, w->norm_w, w->norm_b, n, err)) ||
-        (s = be->ops->gather_rows(be, ws->last_normed, ws->normed, ws->logit_rows, b->n_logits, d, err)))
+        return mark(m, ws, FK_OP_CLASSES, err);
+    if ((s = add_norm(m, ws, ws->normed, ws->residual, sublayer_out, w->norm_w, w->norm_b, n, err)))
         return s;
-    return be->ops->linear(be, ws->logits, ws->last_normed, w->lm_head, NULL, b->n_logits, d, c->vocab_size, err);
+    const void *rows = ws->normed;
+    if (!all_rows_in_order(b)) {
+        if ((s = mark(m, ws, FK_OP_OTHER, err)) ||
+            (s = be->ops->gather_rows(be, ws->last_normed, ws->normed, ws->logit_rows, b->n_logits, d, err)))
+            return s;
+        rows = ws->last_normed;
+    }
+    if ((s = mark(m, ws, FK_OP_LINEAR, err)) ||
+        (s = be->ops->linear(be, ws->logits, rows, w->lm_head, NULL, b->n_logits, d, c->vocab_size, err)))
+        return s;
+    return mark(m, ws, FK_OP_CLASSES, err);
 }
 
 /* A decode pass of n_seqs sequences over width-block tables, from the cache or recorded now; NULL when the cache is
@@ -195,6 +233,7 @@ static fk_status decode_graph(fk_model *m, forward_ws *ws, const kv_cache *kv, c
     for (int i = 0; i < ws->n_graphs; i++)
         if (ws->graph[i].n_seqs == b->n_seqs && ws->graph[i].width == ab->max_blocks) {
             *graph = ws->graph[i].graph;
+            ws->n_marks = ws->graph[i].n_marks; /* what its recording marked (classes: every decode pass alike) */
             return FK_OK;
         }
     if (ws->n_graphs == FORWARD_GRAPHS)
@@ -212,7 +251,8 @@ static fk_status decode_graph(fk_model *m, forward_ws *ws, const kv_cache *kv, c
         *graph = NULL;
         return ran ? ran : fk_error_set(err, s, "%s", end_err.message);
     }
-    ws->graph[ws->n_graphs++] = (forward_graph){.n_seqs = b->n_seqs, .width = ab->max_blocks, .graph = *graph};
+    ws->graph[ws->n_graphs++] =
+        (forward_graph){.n_seqs = b->n_seqs, .width = ab->max_blocks, .graph = *graph, .n_marks = ws->n_marks};
     return FK_OK;
 }
 
@@ -230,6 +270,7 @@ fk_status model_forward(fk_model *m, forward_ws *ws, const kv_cache *kv, const b
     fk_status s = check_fits(ws, b, err);
     if (s)
         return s;
+    ws->n_marks = 0;
     /* A decode pass (one token per sequence) is replayed from a graph: its launches depend only on the number of
      * sequences and the padded block-table width, which also bounds the context the attention plans for. */
     const bool graphed = ws->graphs && b->n_tokens == b->n_seqs && b->n_logits == b->n_seqs;
@@ -268,7 +309,23 @@ fk_status model_fetch_tokens(fk_model *m, forward_ws *ws, const sample_row *rows
     backend *be = m->be;
     fk_status s;
     if ((s = be->ops->upload(be, ws->sample_rows, rows, (size_t)n_rows * sizeof *rows, err)) ||
-        (s = be->ops->sample(be, ws->tokens, ws->logits, ws->sample_rows, n_rows, m->cfg.vocab_size, err)))
+        (s = mark(m, ws, FK_OP_SAMPLING, err)) ||
+        (s = be->ops->sample(be, ws->tokens, ws->logits, ws->sample_rows, n_rows, m->cfg.vocab_size, err)) ||
+        (s = mark(m, ws, FK_OP_CLASSES, err)))
         return s;
     return be->ops->download(be, tokens, ws->tokens, (size_t)n_rows * sizeof *tokens, err);
+}
+
+fk_status model_profile_take(fk_model *m, forward_ws *ws, double op_s[FK_OP_CLASSES], fk_error *err)
+{
+    float *ms = ws->mark_ms;
+    fk_status s = m->be->ops->prof_read(m->be, ws->n_marks, ms, err);
+    if (s)
+        return s;
+    /* the last mark of the pass and the one before sampling bracket the host's upload: not an op */
+    for (int i = 0; i + 1 < ws->n_marks; i++)
+        if (ws->mark_class[i] < FK_OP_CLASSES)
+            op_s[ws->mark_class[i]] += ms[i] * 1e-3;
+    ws->n_marks = 0;
+    return FK_OK;
 }

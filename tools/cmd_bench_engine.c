@@ -9,13 +9,17 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: flashkernel bench-engine [--model DIR] --requests N --prompt-len P --max-tokens M\n"
-            "                                [--shared-prefix K] [--warmup W] [--seed S] [engine options]\n"
+            "                                [--shared-prefix K] [--warmup W] [--seed S] [--profile] [engine options]\n"
             "                                [--device cpu|cuda|auto] [--threads N]\n"
             "\n"
             "Submits N requests of P random token ids (the first K the same in all) at once, generates M tokens\n"
             "each (greedy, end-of-sequence ignored) and prints requests, steps, tokens/s and the prefix-cache hit\n"
             "rate. First W requests (default 1) of the same shape run untimed, so that one-time costs (loading\n"
             "kernels, library set-up, recording the first decode graphs) stay out of the numbers.\n"
+            "--profile times every op of the timed steps (device events around each op on a GPU, wall time on the\n"
+            "CPU) and prints, for decode steps and for steps with prefill chunks, the time per step of each op class\n"
+            "(linears, attention, norms, sampling, other kernels) and of the host (the rest of the step's wall\n"
+            "time), with their shares. Profiling adds a little time to every op.\n"
             "%s"
             "Exit status: 0 ok, 1 model or runtime error, 2 bad usage.\n",
             cli_engine_usage);
@@ -28,19 +32,38 @@ static uint64_t next_random(uint64_t *s)
 }
 
 enum { OPT_MODEL = 1, OPT_REQUESTS, OPT_PROMPT_LEN, OPT_MAX_TOKENS, OPT_SHARED, OPT_SEED, OPT_DEVICE, OPT_THREADS,
-       OPT_WARMUP, OPT_HELP };
+       OPT_WARMUP, OPT_PROFILE, OPT_HELP };
+
+/* One kind of step's profile: what each op class and the host took per step, and their shares of the step. */
+static void print_profile(const char *kind, const fk_step_profile *p)
+{
+    if (!p->steps)
+        return;
+    printf("profile: %s, %llu steps of %.1f sequences on average, %.3f ms per step\n", kind,
+           (unsigned long long)p->steps, (double)p->sequences / p->steps, p->wall_s * 1e3 / p->steps);
+    printf("  %-14s %12s %7s\n", "op class", "ms per step", "share");
+    double device = 0;
+    for (int c = 0; c < FK_OP_CLASSES; c++) {
+        device += p->op_s[c];
+        printf("  %-14s %12.4f %6.1f%%\n", fk_op_class_name((fk_op_class)c), p->op_s[c] * 1e3 / p->steps,
+               100 * p->op_s[c] / p->wall_s);
+    }
+    const double host = p->wall_s - device;
+    printf("  %-14s %12.4f %6.1f%%\n", "host", host * 1e3 / p->steps, 100 * host / p->wall_s);
+}
 
 int cmd_bench_engine(int argc, char **argv)
 {
-    static struct option options[10 + CLI_ENGINE_OPTION_COUNT + 1] = {
+    static struct option options[11 + CLI_ENGINE_OPTION_COUNT + 1] = {
         {"model", required_argument, 0, OPT_MODEL},        {"requests", required_argument, 0, OPT_REQUESTS},
         {"prompt-len", required_argument, 0, OPT_PROMPT_LEN}, {"max-tokens", required_argument, 0, OPT_MAX_TOKENS},
         {"shared-prefix", required_argument, 0, OPT_SHARED}, {"seed", required_argument, 0, OPT_SEED},
         {"device", required_argument, 0, OPT_DEVICE},      {"threads", required_argument, 0, OPT_THREADS},
-        {"warmup", required_argument, 0, OPT_WARMUP}, {"help", no_argument, 0, OPT_HELP},
+        {"warmup", required_argument, 0, OPT_WARMUP}, {"profile", no_argument, 0, OPT_PROFILE},
+        {"help", no_argument, 0, OPT_HELP},
     };
     for (int i = 0; i < CLI_ENGINE_OPTION_COUNT; i++)
-        options[10 + i] = cli_engine_options[i];
+        options[11 + i] = cli_engine_options[i];
     const char *model_dir = cli_default_model();
     int n_requests = 0, prompt_len = 0, max_tokens = 0, shared = 0, warmup = 1, opt;
     uint64_t seed = 1;
@@ -59,6 +82,7 @@ int cmd_bench_engine(int argc, char **argv)
         case OPT_WARMUP: ok = cli_parse_int("--warmup", optarg, 0, 1 << 20, &warmup); break;
         case OPT_DEVICE: ok = cli_parse_device(optarg, &mp.device); break;
         case OPT_THREADS: ok = cli_parse_int("--threads", optarg, 1, 4096, &mp.n_threads); break;
+        case OPT_PROFILE: ep.profile = true; break;
         case OPT_HELP: usage(stdout); return EXIT_OK;
         default: ok = opt >= CLI_ENGINE_OPTION_BASE && cli_engine_option(opt, optarg, &ep);
         }
@@ -102,6 +126,8 @@ int cmd_bench_engine(int argc, char **argv)
             goto done;
         }
     const fk_engine_stats before = fk_engine_get_stats(e);
+    fk_step_profile prof_before[2];
+    fk_engine_get_profile(e, prof_before);
     for (int i = 0; i < prompt_len; i++)
         prompt[i] = (int32_t)(next_random(&rng) % (uint64_t)vocab);
     uint64_t shared_rng = rng;
@@ -145,6 +171,18 @@ int cmd_bench_engine(int argc, char **argv)
            st.prefix_query_tokens ? 100.0 * st.prefix_hit_tokens / st.prefix_query_tokens : 0.0,
            (unsigned long long)st.prefix_hit_tokens, (unsigned long long)st.prefix_query_tokens);
     printf("preemptions       %llu\n", (unsigned long long)st.preemptions);
+    if (ep.profile) { /* the timed steps alone */
+        fk_step_profile prof[2];
+        fk_engine_get_profile(e, prof);
+        for (int k = 0; k < 2; k++) {
+            prof[k].steps -= prof_before[k].steps, prof[k].sequences -= prof_before[k].sequences;
+            prof[k].wall_s -= prof_before[k].wall_s;
+            for (int c = 0; c < FK_OP_CLASSES; c++)
+                prof[k].op_s[c] -= prof_before[k].op_s[c];
+        }
+        print_profile("decode steps", &prof[FK_PROFILE_DECODE]);
+        print_profile("steps with prefill chunks", &prof[FK_PROFILE_PREFILL]);
+    }
     rc = EXIT_OK;
 done:
     free(prompt);

@@ -1,10 +1,15 @@
-// bench_attention.cu — the shipped attention launchers (version 0, linked from libfk_kernels) on the issue's
-// shapes, against the device's own measured ceilings in the same run:
-//   decode:  64 sequences x 4096 context, 32 query / 8 KV heads, head_dim 128, block 16  -> GB/s of K+V read,
-//            as a fraction of the measured device-to-device copy bandwidth (bytes read + written)
-//   prefill: 4 x 4096 tokens, 16 heads, head_dim 128, causal                              -> TFLOP/s
-// PyTorch SDPA on the same shapes is measured by bench/peers.py in the same script run (tests/gpu/run-on-device.sh).
-// Timing: CUDA events, 5 warm-ups, median of 20; inputs random, rotated among several buffers for the decode.
+// bench_attention.cu — the shipped attention launchers (version 0, linked from libfk_kernels) on the issues' shapes,
+// against the device's own measured copy bandwidth in the same run:
+//   decode (GB/s of K+V read, % of copy bandwidth read + written): 64 x 4096 and 16 x 16384 with 32 query / 8 KV
+//     heads, head_dim 128 (and 64 x 4096 at head_dim 64, Llama-3.2-1B's), block 16 in shuffled order; 1 x 32768,
+//     where the splits must fill every SM. Splits as the backend chooses them (k_attention_decode_splits).
+//   prefill (TFLOP/s, causal: 4 D n (n + 1) / 2 per sequence and head): 4 x 4096 tokens, 16 heads d128 and 32
+//     heads d64, with each kernel the device has (the Hopper wgmma kernel's 128-query tiles, mma.sync's 64),
+//     tiles heaviest first as the backend orders them.
+// PyTorch SDPA (flash, cuDNN) on the same shapes is measured by bench/peers.py in the same script run
+// (tests/gpu/run-on-device.sh). Timing: CUDA events, 5 warm-ups, median of 20; decode inputs rotated among copies
+// that together exceed the L2 cache. Build-time variants of the decode kernel (FK_DECODE_STAGES, FK_DECODE_WARPS)
+// are this program compiled with the kernel's source and other values (kernels/bench/meson.build).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -124,53 +129,78 @@ static paged make_paged(int n_seqs, int ctx, int n_q, int H, int Hkv, int D, uns
     return p;
 }
 
-int main()
+static void free_paged(paged &p)
 {
+    void *all[] = {p.tables, (void *)p.a.query_start, (void *)p.a.context_len, (void *)p.a.k_cache,
+                   (void *)p.a.v_cache, (void *)p.a.qkv, p.a.out};
+    for (void *q : all)
+        CHECK(cudaFree(q));
+}
+
+// Decode: n_seqs x ctx, H / Hkv heads of D; copies of the cache rotated so the L2 cache cannot hold them.
+static void bench_decode(const char *variant, int S, int ctx, int H, int Hkv, int D, int n_sms, double copy)
+{
+    const double bytes = 2.0 * S * ctx * Hkv * D * sizeof(__half);
+    const int copies = bytes > 150e6 ? 2 : (int)(300e6 / bytes) + 1;
+    std::vector<paged> p;
+    for (int c = 0; c < copies; c++)
+        p.push_back(make_paged(S, ctx, 1, H, Hkv, D, 100 + c, nullptr));
+    void *scratch;
+    CHECK(cudaMalloc(&scratch, k_attention_decode_scratch_bytes(S, H, Hkv, D, n_sms)));
+    const int n_splits = k_attention_decode_splits(S, Hkv, ctx, n_sms);
+    const int split_len = (ctx + n_splits - 1) / n_splits;
+    const float ms = median_ms([&](int i) { CHECK(k_attention_decode(&p[i % copies].a, split_len, n_splits, scratch, 0)); });
+    const double gbs = bytes / (ms * 1e-3) / 1e9;
+    printf("RESULT decode_attention%s %dx%d h%d/%d d%d: %.3f ms, %.0f GB/s = %.1f%% of copy, %d splits, %d blocks\n",
+           variant, S, ctx, H, Hkv, D, ms, gbs, 100 * gbs / copy, n_splits, n_splits * Hkv * S);
+    for (paged &q : p)
+        free_paged(q);
+    CHECK(cudaFree(scratch));
+}
+
+// Prefill: S x n tokens, H heads of D, causal, with tiles of tile_rows queries.
+static void bench_prefill(int S, int n, int H, int D, int tile_rows)
+{
+    std::vector<int> qs(S + 1);
+    paged p = make_paged(S, n, n, H, H, D, 7, qs.data());
+    std::vector<int32_t> tiles; // heaviest first, as backend_cuda.c orders them
+    for (int q0 = (n - 1) / tile_rows * tile_rows; q0 >= 0; q0 -= tile_rows)
+        for (int s = 0; s < S; s++)
+            tiles.push_back(s), tiles.push_back(q0);
+    int32_t *d_tiles;
+    CHECK(cudaMalloc(&d_tiles, tiles.size() * 4));
+    CHECK(cudaMemcpy(d_tiles, tiles.data(), tiles.size() * 4, cudaMemcpyHostToDevice));
+    const int n_tiles = (int)tiles.size() / 2;
+    const float ms = median_ms([&](int) { CHECK(k_attention_prefill(&p.a, d_tiles, n_tiles, tile_rows, 0)); });
+    const double flops = 4.0 * S * H * D * ((double)n * (n + 1) / 2); // QK^T and PV over the causal half
+    printf("RESULT prefill_attention %dx%d h%d d%d causal, %s kernel: %.3f ms, %.1f TFLOP/s\n", S, n, H, D,
+           tile_rows == 128 ? "hopper (wgmma)" : "mma.sync", ms, flops / (ms * 1e-3) / 1e12);
+    free_paged(p);
+    CHECK(cudaFree(d_tiles));
+}
+
+int main(int argc, char **argv)
+{
+    const char *variant = argc > 1 ? argv[1] : ""; // a label for build-time variants: decode only
     cudaDeviceProp prop;
     CHECK(cudaGetDeviceProperties(&prop, 0));
     const double copy = copy_gbs();
     printf("device: %s, %d SMs; measured copy bandwidth %.0f GB/s (read + write)\n", prop.name,
            prop.multiProcessorCount, copy);
-
-    // Decode: 64 x 4096, 32/8 heads, D 128. Three copies of the cache, rotated, so L2 (50-60 MB) cannot hold it.
-    {
-        const int S = 64, ctx = 4096, H = 32, Hkv = 8, D = 128, copies = 3;
-        std::vector<paged> p;
-        for (int c = 0; c < copies; c++)
-            p.push_back(make_paged(S, ctx, 1, H, Hkv, D, 100 + c, nullptr));
-        const int split_rows = (6 * prop.multiProcessorCount + Hkv - 1) / Hkv + S;
-        void *scratch;
-        CHECK(cudaMalloc(&scratch, (size_t)split_rows * k_attention_decode_scratch_bytes(1, H, D, 1)));
-        // The backend's choice (backend_cuda.c decode_splits): about 6 blocks per SM, splits of >= 256 keys.
-        const int target = 6 * prop.multiProcessorCount;
-        int n_splits = std::min((target + S * Hkv - 1) / (S * Hkv), (ctx + 255) / 256);
-        n_splits = std::max(n_splits, 1);
-        const int split_len = (ctx + n_splits - 1) / n_splits;
-        const float ms = median_ms([&](int i) {
-            CHECK(k_attention_decode(&p[i % copies].a, split_len, n_splits, scratch, 0));
-        });
-        const double bytes = 2.0 * S * ctx * Hkv * D * sizeof(__half);
-        const double gbs = bytes / (ms * 1e-3) / 1e9;
-        printf("RESULT decode_attention 64x4096 h32/8 d128: %.3f ms, %.0f GB/s = %.0f%% of copy (floor 60%%), %d splits\n",
-               ms, gbs, 100 * gbs / copy, n_splits);
-    }
-
-    // Prefill: 4 x 4096 tokens, 16 heads (MHA), D 128, causal.
-    {
-        const int S = 4, n = 4096, H = 16, D = 128;
-        std::vector<int> qs(S + 1);
-        paged p = make_paged(S, n, n, H, H, D, 7, qs.data());
-        std::vector<int32_t> tiles; // heaviest first, as backend_cuda.c orders them
-        for (int q0 = n - 64; q0 >= 0; q0 -= 64)
-            for (int s = 0; s < S; s++)
-                tiles.push_back(s), tiles.push_back(q0);
-        int32_t *d_tiles;
-        CHECK(cudaMalloc(&d_tiles, tiles.size() * 4));
-        CHECK(cudaMemcpy(d_tiles, tiles.data(), tiles.size() * 4, cudaMemcpyHostToDevice));
-        const int n_tiles = (int)tiles.size() / 2;
-        const float ms = median_ms([&](int) { CHECK(k_attention_prefill(&p.a, d_tiles, n_tiles, 0)); });
-        const double flops = 4.0 * S * H * D * ((double)n * (n + 1) / 2); // QK^T and PV over the causal half
-        printf("RESULT prefill_attention 4x4096 h16 d128 causal: %.3f ms, %.1f TFLOP/s\n", ms, flops / (ms * 1e-3) / 1e12);
+    const int n_sms = prop.multiProcessorCount;
+    bench_decode(variant, 64, 4096, 32, 8, 128, n_sms, copy);
+    bench_decode(variant, 16, 16384, 32, 8, 128, n_sms, copy);
+    bench_decode(variant, 1, 32768, 32, 8, 128, n_sms, copy);
+    bench_decode(variant, 64, 4096, 32, 8, 64, n_sms, copy);
+    if (*variant)
+        return 0;
+    int hopper_rows;
+    CHECK(k_attention_prefill_tile_rows(1, &hopper_rows));
+    for (int rows : {hopper_rows, 64}) {
+        bench_prefill(4, 4096, 16, 128, rows);
+        bench_prefill(4, 4096, 32, 64, rows);
+        if (rows == 64)
+            break;
     }
     return 0;
 }

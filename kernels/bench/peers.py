@@ -2,7 +2,7 @@
 """The peers FlashKernel's kernels and decode loop must beat, measured on the GPU host in the same run as ours
 (tests/gpu/run-on-device.sh). Not used by CI.
 
-  peers.py attention           PyTorch SDPA (flash backend where it applies) on bench_attention's shapes
+  peers.py attention           PyTorch SDPA on bench_attention's shapes (prefill: the flash and cuDNN backends)
   peers.py linear_gelu         F.gelu(F.linear(x, w, b), approximate="tanh") on bench_linear_gelu's shapes
   peers.py generate MODEL_DIR  Hugging Face transformers generate(): batch 1, 128 prompt / 128 new tokens, greedy
 """
@@ -30,21 +30,30 @@ def median_ms(fn, warmup=5, reps=20):
 
 def attention():
     dev = "cuda"
-    # Decode: 64 sequences x 4096, 32 query / 8 KV heads, head_dim 128, contiguous KV (no paging).
-    q = torch.randn(64, 32, 1, 128, device=dev, dtype=torch.float16)
-    k = torch.randn(64, 8, 4096, 128, device=dev, dtype=torch.float16)
-    v = torch.randn_like(k)
-    ms = median_ms(lambda: F.scaled_dot_product_attention(q, k, v, enable_gqa=True))
-    gbs = 2 * k.numel() * 2 / (ms * 1e-3) / 1e9
-    print(f"PEER torch_sdpa decode 64x4096 h32/8 d128: {ms:.3f} ms, {gbs:.0f} GB/s")
-    # Prefill: 4 x 4096 tokens, 16 heads, head_dim 128, causal, the flash backend.
-    q = torch.randn(4, 16, 4096, 128, device=dev, dtype=torch.float16)
-    k, v = torch.randn_like(q), torch.randn_like(q)
     from torch.nn.attention import SDPBackend, sdpa_kernel
-    with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
-        ms = median_ms(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True))
-    flops = 4.0 * 4 * 16 * 128 * (4096 * 4097 / 2)
-    print(f"PEER torch_sdpa_flash prefill 4x4096 h16 d128 causal: {ms:.3f} ms, {flops / (ms * 1e-3) / 1e12:.1f} TFLOP/s")
+    # Decode: one query per sequence over contiguous K/V (no paging), the shapes of bench_attention.
+    for S, ctx, H, Hkv, D in ((64, 4096, 32, 8, 128), (16, 16384, 32, 8, 128), (1, 32768, 32, 8, 128),
+                              (64, 4096, 32, 8, 64)):
+        q = torch.randn(S, H, 1, D, device=dev, dtype=torch.float16)
+        k = torch.randn(S, Hkv, ctx, D, device=dev, dtype=torch.float16)
+        v = torch.randn_like(k)
+        ms = median_ms(lambda: F.scaled_dot_product_attention(q, k, v, enable_gqa=True))
+        gbs = 2 * k.numel() * 2 / (ms * 1e-3) / 1e9
+        print(f"PEER torch_sdpa decode {S}x{ctx} h{H}/{Hkv} d{D}: {ms:.3f} ms, {gbs:.0f} GB/s")
+        del q, k, v
+    # Prefill: 4 x 4096 tokens, causal, with the flash and cuDNN backends.
+    for H, D in ((16, 128), (32, 64)):
+        q = torch.randn(4, H, 4096, D, device=dev, dtype=torch.float16)
+        k, v = torch.randn_like(q), torch.randn_like(q)
+        flops = 4.0 * 4 * H * D * (4096 * 4097 / 2)
+        for name, backend in (("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION)):
+            try:
+                with sdpa_kernel(backend):
+                    ms = median_ms(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True))
+                print(f"PEER torch_sdpa_{name} prefill 4x4096 h{H} d{D} causal: {ms:.3f} ms, "
+                      f"{flops / (ms * 1e-3) / 1e12:.1f} TFLOP/s")
+            except RuntimeError as e:
+                print(f"PEER torch_sdpa_{name} prefill 4x4096 h{H} d{D} causal: unavailable ({str(e)[:80]})")
 
 
 def linear_gelu():

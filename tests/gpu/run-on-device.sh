@@ -1,19 +1,28 @@
 #!/bin/sh
 # run-on-device.sh — the GPU suite and benchmarks on a GPU host with no package access (nvcc, cuBLAS, meson and
-# ninja there; Debian .deb files carried in .deps by `deploy/offline-deps.sh download .deps` here).
-#   tests/gpu/run-on-device.sh [test] [sanitize] [bench] [server] [serving]   (default: all but serving)
-#   test:     build natively (sm_90) and as compute_75 PTX only (the T4 path, JIT-compiled by the driver) and run
+# ninja there; Debian .deb files carried in .deps by `deploy/offline-deps.sh download .deps`, and ../shared/peers
+# copied to .peers for the peer steps).
+#   tests/gpu/run-on-device.sh [test] [sanitize] [bench] [profile] [server] [serving] [llamacpp-start] [llamacpp]
+#   (default: test sanitize bench server)
+#   test:     build natively (sm_90a) and as compute_75 PTX only (the T4 path, JIT-compiled by the driver) and run
 #             the gpu suite on both
 #   sanitize: compute-sanitizer memcheck (leak check), racecheck, initcheck and synccheck on the op tests
-#   bench:    kernels/bench (ours vs the measured device ceilings), PyTorch SDPA peers, and batch-1 greedy decode
-#             of a Llama-3.2-1B-shaped model against Hugging Face transformers generate()
+#   bench:    kernels/bench (ours vs cuBLAS and the measured device ceilings; decode-kernel variants), PyTorch SDPA
+#             peers, and batch-1 greedy decode of bench-1b (.peers/make_bench_model.py: Llama-3.2-1B dims, GPT-2
+#             vocabulary) against transformers generate() and, when built, llama.cpp's llama-bench tg128
+#   profile:  flashkernel bench-engine --profile on bench-1b at batch 1, 16, 64 and 256, with this issue's kernels
+#             (default) and without them (FK_SMALL_LINEAR_MAX_M=0 FK_PDL=0 FK_PREFILL_HOPPER=0)
 #   server:   flashkernel-server --device cuda serving the demo model and the 1B-shaped model (server_check.py)
 #   serving:  the end-to-end serving benchmark (loadtest/run-benchmark.sh) and its transformers baseline
 #             (loadtest/hf_baseline.py); results in $OUT/serving
+#   llamacpp-start: start building llama.cpp (.peers/build-llama-cpp.sh, ~9 min) in its own session, so it goes on
+#             after this command returns (the next command must come within the machine's idle time)
+#   llamacpp: wait for that build, convert bench-1b to GGUF (f16, Q8_0, Q4_0) and run llama-bench tg128 on each
 # Logs go to $OUT/logs.tar.gz (or /tmp/fk-out); failing tests' output and a summary table are printed last.
 set -u
 cd "$(dirname "$0")/../.."
 steps=${*:-test sanitize bench server}
+bench1b=/tmp/bench-1b # bench-1b, made once per machine
 dest=${OUT:-/tmp/fk-out}
 out=/tmp/fk-logs
 rm -rf "$out"
@@ -33,7 +42,7 @@ build() { # name arch
 }
 
 case " $steps " in *" test "*)
-    for v in native:sm_90 ptx75:compute_75; do
+    for v in native:sm_90a ptx75:compute_75; do
         n=${v%%:*}; a=${v#*:}
         build "$n" "$a" || continue
         if meson test -C "/tmp/fk-$n" --suite gpu --print-errorlogs >"$out/test-$n.log" 2>&1; then r=passed; else r=FAILED; fi
@@ -45,7 +54,7 @@ case " $steps " in *" test "*)
 esac
 
 case " $steps " in *" sanitize "*)
-    [ -x /tmp/fk-native/tests/gpu/test_gpu_ops ] || build native sm_90
+    [ -x /tmp/fk-native/tests/gpu/test_gpu_ops ] || build native sm_90a
     # Every gpu test under memcheck (with leaks) and racecheck; the op tests also under initcheck and synccheck.
     # FK_TEST_UNDER_SANITIZER skips only the engine's fault-injection test, whose illegal write is deliberate.
     # FK_SANITIZE_RUNS (tool:test ...) and FK_SANITIZE_TIMEOUT (seconds per run, default 240) narrow or lengthen it;
@@ -66,26 +75,76 @@ case " $steps " in *" sanitize "*)
     done ;;
 esac
 
+make_bench1b() { # the peers' bench-1b model (torch on the GPU), with GPT-2's tokenizer
+    [ -f $bench1b/model.safetensors ] || python3 .peers/make_bench_model.py $bench1b \
+        tests/fixtures/tokenizers/gpt2/tokenizer.json >"$out/make-bench-1b.log" 2>&1 || note "make bench-1b: FAILED"
+}
+
+case " $steps " in *" llamacpp-start "*)
+    [ -f /tmp/llama.cpp/done ] || setsid sh -c ".peers/build-llama-cpp.sh /tmp/llama.cpp >/tmp/llama-build.log 2>&1" \
+        </dev/null >/dev/null 2>&1 &
+    note "llama.cpp build started in the background (/tmp/llama.cpp)" ;;
+esac
+
 case " $steps " in *" bench "*)
-    [ -x /tmp/fk-native/tools/flashkernel ] || build native sm_90
-    /tmp/fk-native/kernels/bench/bench_attention >"$out/bench-attention.log" 2>&1
+    [ -x /tmp/fk-native/tools/flashkernel ] || build native sm_90a
+    b=/tmp/fk-native/kernels/bench
+    $b/bench_linear >"$out/bench-linear.log" 2>&1 || note "bench_linear: FAILED"
+    grep -vE "^RESULT" "$out/bench-linear.log" | tee -a "$summary"
+    $b/bench_attention >"$out/bench-attention.log" 2>&1 || note "bench_attention: FAILED"
     grep -E "device|RESULT" "$out/bench-attention.log" | tee -a "$summary"
-    python3 kernels/bench/peers.py attention 2>&1 | grep PEER | tee -a "$summary"
-    /tmp/fk-native/kernels/bench/bench_linear_gelu >"$out/bench-linear-gelu.log" 2>&1 || note "bench_linear_gelu: FAILED"
+    for v in $b/bench_attention_decode_s*; do
+        case $v in *.p) continue ;; esac
+        $v " (variant ${v##*_})" 2>&1 | grep -E "RESULT" | tee -a "$summary"
+    done
+    python3 kernels/bench/peers.py attention 2>&1 | grep -E "PEER|Error" | tee -a "$summary"
+    $b/bench_linear_gelu >"$out/bench-linear-gelu.log" 2>&1 || note "bench_linear_gelu: FAILED"
     grep -vE "^RESULT" "$out/bench-linear-gelu.log" | tee -a "$summary"
     python3 kernels/bench/peers.py linear_gelu 2>&1 | grep -E "PEER|Error" | tee -a "$summary"
-    /tmp/fk-native/tools/flashkernel make-model --arch gpt2 --preset gpt2-124m --dtype f16 --out /tmp/gpt2-124m >"$out/make-gpt2.log" 2>&1 || note "make-model gpt2: FAILED"
-    for mode in kernel cublaslt; do # the epilogue choice end to end: 16 requests, 128 prompt + 128 new tokens
-        FK_GELU_EPILOGUE=$mode /tmp/fk-native/tools/flashkernel bench-engine --model /tmp/gpt2-124m --device cuda --requests 16 --prompt-len 128 --max-tokens 128 >"$out/bench-gpt2-$mode.log" 2>&1
-        note "flashkernel gpt2-124m, 16 requests, epilogue $mode: $(grep -E 'output tokens/s' "$out/bench-gpt2-$mode.log")"
-    done
-    /tmp/fk-native/tools/flashkernel make-model --arch llama --preset llama-3.2-1b --dtype f16 --out /tmp/llama-1b >"$out/make-model.log" 2>&1 || note "make-model: FAILED"
-    /tmp/fk-native/tools/flashkernel bench-engine --model /tmp/llama-1b --device cuda --requests 1 --prompt-len 128 --max-tokens 128 --max-model-len 4096 >"$out/bench-1b.log" 2>&1
-    note "flashkernel batch-1 greedy, llama-3.2-1b shape: $(grep -E 'output tokens/s' "$out/bench-1b.log") ($(grep -E 'elapsed' "$out/bench-1b.log"))"
-    python3 kernels/bench/peers.py generate /tmp/llama-1b 2>&1 | grep -E "PEER|Error" | tee -a "$summary" ;;
+    make_bench1b
+    /tmp/fk-native/tools/flashkernel bench-engine --model $bench1b --device cuda --requests 1 --prompt-len 128 \
+        --max-tokens 128 --max-model-len 4096 >"$out/bench-1b.log" 2>&1
+    note "flashkernel batch-1 greedy, bench-1b: $(grep -E 'output tokens/s' "$out/bench-1b.log") ($(grep -E 'elapsed' "$out/bench-1b.log"))"
+    python3 kernels/bench/peers.py generate $bench1b 2>&1 | grep -E "PEER|Error" | tee -a "$summary" ;;
 esac
+
+case " $steps " in *" profile "*)
+    [ -x /tmp/fk-native/tools/flashkernel ] || build native sm_90a
+    make_bench1b
+    for n in 1 16 64 256; do
+        for mode in after before; do
+            env=""
+            [ $mode = before ] && env="FK_SMALL_LINEAR_MAX_M=0 FK_PDL=0 FK_PREFILL_HOPPER=0"
+            env $env /tmp/fk-native/tools/flashkernel bench-engine --model $bench1b --device cuda --requests $n \
+                --prompt-len 128 --max-tokens 128 --max-model-len 4096 --profile >"$out/profile-$mode-$n.log" 2>&1
+            echo "== profile $mode, batch $n" | tee -a "$summary"
+            grep -E "output tokens/s|^profile|^  " "$out/profile-$mode-$n.log" | tee -a "$summary"
+        done
+    done ;;
+esac
+
+case " $steps " in *" llamacpp "*)
+    make_bench1b
+    for i in $(seq 1 110); do [ -f /tmp/llama.cpp/done ] && break; sleep 5; done
+    if [ "$(cat /tmp/llama.cpp/done 2>/dev/null)" = 0 ]; then
+        l=/tmp/llama.cpp
+        PYTHONPATH=$l/gguf-py python3 $l/convert_hf_to_gguf.py $bench1b --outtype f16 --outfile /tmp/b1b-f16.gguf \
+            >"$out/convert.log" 2>&1 || note "convert_hf_to_gguf: FAILED"
+        for q in Q8_0 Q4_0; do
+            $l/build/bin/llama-quantize /tmp/b1b-f16.gguf /tmp/b1b-$q.gguf $q >"$out/quantize-$q.log" 2>&1 ||
+                note "llama-quantize $q: FAILED"
+        done
+        for q in f16 Q8_0 Q4_0; do
+            $l/build/bin/llama-bench -m /tmp/b1b-$q.gguf -p 0 -n 128 -ngl 99 -fa 1 -r 5 >"$out/llama-bench-$q.log" 2>&1
+            note "llama-bench bench-1b $q tg128: $(grep -E 'tg128' "$out/llama-bench-$q.log" | tr -s ' ')"
+        done
+    else
+        note "llama.cpp: build not finished or failed ($(cat /tmp/llama.cpp/done 2>/dev/null); $(tail -3 /tmp/llama-build.log 2>/dev/null | tr '\n' ' '))"
+    fi ;;
+esac
+
 case " $steps " in *" server "*)
-    [ -x /tmp/fk-native/server/flashkernel-server ] || build native sm_90
+    [ -x /tmp/fk-native/server/flashkernel-server ] || build native sm_90a
     [ -d /tmp/llama-1b ] || /tmp/fk-native/tools/flashkernel make-model --arch llama --preset llama-3.2-1b --dtype f16 --out /tmp/llama-1b >"$out/make-model.log" 2>&1 || note "make-model: FAILED"
     for model in deploy/demo-model /tmp/llama-1b; do
         python3 tests/gpu/server_check.py /tmp/fk-native/server/flashkernel-server /tmp/fk-native/tools/flashkernel $model >"$out/server-$(basename $model).log" 2>&1
@@ -94,7 +153,7 @@ case " $steps " in *" server "*)
     done ;;
 esac
 case " $steps " in *" serving "*)
-    [ -x /tmp/fk-native/loadtest/flashkernel-loadtest ] || build native sm_90
+    [ -x /tmp/fk-native/loadtest/flashkernel-loadtest ] || build native sm_90a
     mkdir -p "$dest/serving"
     loadtest/run-benchmark.sh /tmp/fk-native/server/flashkernel-server /tmp/fk-native/loadtest/flashkernel-loadtest \
         /tmp/fk-native/tools/flashkernel /tmp/fk-serving >"$out/serving.log" 2>&1 || note "run-benchmark.sh: FAILED"

@@ -481,19 +481,34 @@ static void attention_case(int n_seqs, const int *nq, const int *ctx, int H, int
             gpu->ops->release(gpu, all[i]);
 }
 
+/* Both prefill kernels where the device has both: the default (the Hopper wgmma kernel, 128-query tiles, on an
+ * sm_90a build on an H100) and the mma.sync one (64-query tiles: FK_PREFILL_HOPPER=0, and everywhere else). Tile
+ * and key-tile boundaries +-1 for both sizes. */
 static void test_attention_prefill(void **state)
 {
     (void)state;
-    const int dims[2] = {64, 128}, groups[3] = {1, 4, 8};
-    for (int di = 0; di < 2; di++)
-        for (int gi = 0; gi < 3; gi++) {
-            const int D = dims[di], Hkv = 2, H = Hkv * groups[gi];
-            /* whole prompts at block boundaries +-1, a 1-token prompt, a chunk after cached context, a long one */
-            int nq[6] = {15, 16, 17, 1, 40, 200}, ctx[6] = {15, 16, 17, 1, 95, 200};
-            attention_case(6, nq, ctx, H, Hkv, D, 16, true);
-        }
-    int nq[2] = {130, 3}, ctx[2] = {700, 3}; /* a chunk deep into a long context; odd block size; no rope */
-    attention_case(2, nq, ctx, 8, 8, 64, 5, false);
+    backend *shared = gpu;
+    for (int hopper = 1; hopper >= 0; hopper--) {
+        fk_error err = {0};
+        setenv("FK_PREFILL_HOPPER", hopper ? "1" : "0", 1);
+        if (backend_cuda_create(&gpu, &err))
+            fail_msg("%s", err.message);
+        unsetenv("FK_PREFILL_HOPPER");
+        const int dims[2] = {64, 128}, groups[3] = {1, 4, 8};
+        for (int di = 0; di < 2; di++)
+            for (int gi = 0; gi < 3; gi++) {
+                const int D = dims[di], Hkv = 2, H = Hkv * groups[gi];
+                /* whole prompts at block boundaries +-1, a 1-token prompt, a chunk after cached context, long ones */
+                int nq[8] = {15, 16, 17, 1, 40, 200, 128, 257}, ctx[8] = {15, 16, 17, 1, 95, 200, 128, 257};
+                attention_case(8, nq, ctx, H, Hkv, D, 16, true);
+            }
+        int nq[2] = {130, 3}, ctx[2] = {700, 3}; /* a chunk deep into a long context; odd block size; no rope */
+        attention_case(2, nq, ctx, 8, 8, 64, 5, false);
+        int nq2[3] = {129, 64, 300}, ctx2[3] = {1000, 191, 429}; /* chunks whose tiles straddle key tiles */
+        attention_case(3, nq2, ctx2, 16, 4, 128, 16, true);
+        gpu->ops->destroy(gpu);
+    }
+    gpu = shared;
 }
 
 static void test_attention_decode(void **state)

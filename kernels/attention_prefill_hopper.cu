@@ -1,0 +1,240 @@
+// attention_prefill_hopper.cu — attention_prefill.cu's causal prefill attention on Hopper's warpgroup tensor cores
+// (sm_90a: wgmma), FlashAttention style. A block takes 128 queries of one sequence and one head as two warpgroups of
+// 64 rows and walks the keys in tiles of 128, gathered through the block table into 128B-swizzled shared memory
+// (wgmma.cuh) with cp.async; the next tile loads while this one is used. S = Q K^T is a wgmma with Q and K both read
+// from shared memory; the online softmax runs on S where wgmma left it (registers, fp32); P, packed to fp16 in
+// place, is the register operand of O += P V, whose V tile wgmma reads transposed (MN-major) from shared memory.
+// Only the tiles that cross a warp's diagonal are masked; the backend orders the query tiles heaviest first.
+// Accumulator layout (PTX "wgmma .m64nNk16 D"): warp w of a warpgroup holds rows 16w + g and 16w + g + 8 (lane =
+// 4g + t); element 4j + e is column 8j + 2t + (e & 1) of row g + 8 (e >> 1). The A fragment of a 16-wide k step
+// is mma.sync's m16n8k16 A layout, so two 8-column groups of S make one P fragment.
+#include "attention_prefill_hopper.cuh"
+#include "common.cuh"
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#include "wgmma.cuh"
+#endif
+
+namespace {
+
+constexpr int BQ = 128, BK = 128, THREADS = 256;
+
+// Shared memory, from a 1024-byte aligned base: Q [BQ][D], then two stages of K [BK][D] and V [BK][D], all swizzled.
+template <int D> struct hopper_layout {
+    static constexpr uint32_t TILE = BK * D * 2; // bytes of one K or V tile
+    static constexpr uint32_t K0 = BQ * D * 2; // Q at 0
+    static constexpr uint32_t bytes = K0 + 4 * TILE + 1024; // + the alignment slack
+};
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+// Starts loading keys k0 .. k0 + BK - 1 of one KV head (zeros from kv_end on) into swizzled K and V tiles.
+template <int D>
+__device__ __forceinline__ void load_kv(const k_attn_args &a, const int32_t *blocks, int kvh, int k0, int kv_end,
+                                        uint32_t sk, uint32_t sv)
+{
+    constexpr int CHUNKS = D / 8;
+    for (int i = threadIdx.x; i < BK * CHUNKS; i += THREADS) {
+        const int r = i / CHUNKS, j = i % CHUNKS, key = k0 + r;
+        const bool ok = key < kv_end;
+        size_t at = 0;
+        if (ok)
+            at = (((size_t)blocks[key / a.block_size] * a.n_kv_heads + kvh) * a.block_size + key % a.block_size) * D +
+                 j * 8;
+        const uint32_t off = swizzled_offset(BK, r, j);
+        copy16_async_or_zero(sk + off, (const __half *)a.k_cache + at, ok);
+        copy16_async_or_zero(sv + off, (const __half *)a.v_cache + at, ok);
+    }
+}
+#endif
+
+template <int D>
+__global__ void __launch_bounds__(THREADS, 1) attention_prefill_hopper_kernel(k_attn_args a, const int2 *tiles)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    using L = hopper_layout<D>;
+    extern __shared__ __align__(16) uint8_t smem_raw[];
+    const uint32_t base = (smem_addr(smem_raw) + 1023) & ~1023u;
+
+    pdl_wait();
+    pdl_launch_dependents();
+    const int seq = tiles[blockIdx.x].x, q0 = tiles[blockIdx.x].y, h = blockIdx.y;
+    const int kvh = h / (a.n_heads / a.n_kv_heads);
+    const int tok0 = a.query_start[seq], nq = a.query_start[seq + 1] - tok0, ctx = a.context_len[seq];
+    const int rows = min(BQ, nq - q0);
+    const int pos0 = ctx - nq + q0; // position of the tile's first query
+    const int kv_end = min(ctx, pos0 + rows);
+    const int32_t *blocks = a.block_tables + (size_t)seq * a.max_blocks;
+    const size_t qkv_row = (size_t)(a.n_heads + 2 * a.n_kv_heads) * D;
+    const int wg = threadIdx.x / 128, warp = threadIdx.x % 128 / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+
+    // Q (rows past the tile's end zero) and the first K/V tile.
+    for (int i = threadIdx.x; i < BQ * (D / 8); i += THREADS) {
+        const int r = i / (D / 8), j = i % (D / 8);
+        const bool ok = r < rows;
+        const __half *src = (const __half *)a.qkv + (ok ? (tok0 + q0 + r) * qkv_row + (size_t)h * D + j * 8 : 0);
+        copy16_async_or_zero(base + swizzled_offset(BQ, r, j), src, ok);
+    }
+    load_kv<D>(a, blocks, kvh, 0, kv_end, base + L::K0, base + L::K0 + L::TILE);
+    cp_async_commit();
+
+    float o[D / 2], s[BK / 2]; // this thread's part of O [64][D] and S [64][BK]
+#pragma unroll
+    for (int i = 0; i < D / 2; i++)
+        o[i] = 0;
+#pragma unroll
+    for (int i = 0; i < BK / 2; i++)
+        s[i] = 0;
+    float m[2] = {-INFINITY, -INFINITY}, l[2] = {0, 0}; // rows g and g + 8
+    const float scale_log2 = a.scale * 1.4426950408889634f;
+    const int warp_pos = pos0 + wg * 64 + warp * 16; // position of this warp's first row
+    const uint32_t q_rows = base + wg * 64 * 128; // this warpgroup's 64 rows of Q
+
+    const int n_tiles = (kv_end + BK - 1) / BK;
+    for (int it = 0; it < n_tiles; it++) {
+        const int k0 = it * BK;
+        const uint32_t sk = base + L::K0 + (it & 1) * 2 * L::TILE, sv = sk + L::TILE;
+        cp_async_wait<0>();
+        fence_proxy_async();
+        __syncthreads(); // tile it is in; every warp is done with tile it - 1, whose stage is refilled next
+        if (it + 1 < n_tiles) {
+            const uint32_t nk = base + L::K0 + ((it + 1) & 1) * 2 * L::TILE;
+            load_kv<D>(a, blocks, kvh, k0 + BK, kv_end, nk, nk + L::TILE);
+            cp_async_commit();
+        }
+
+        // S = Q K^T: k runs over D, 16 at a time, 64 per swizzled region (32 bytes a step).
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < D / 16; kk++) {
+            const uint32_t at = (kk / 4) * 128 * 128 + (kk % 4) * 32; // BQ == BK == 128 rows per region
+            wgmma_ss_n128(s, smem_desc(q_rows + at, 16), smem_desc(sk + at, 16), kk > 0);
+        }
+        wgmma_commit();
+        wgmma_wait_all(s);
+
+        // Scale, the causal mask where some row of this warp sees only part of the tile, the online softmax.
+        const bool masked = k0 + BK - 1 > warp_pos;
+        float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+        for (int j = 0; j < BK / 8; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int key = k0 + j * 8 + 2 * t + (e & 1), pos = warp_pos + g + (e >> 1) * 8;
+                s[4 * j + e] = !masked || key <= pos ? s[4 * j + e] * scale_log2 : -INFINITY;
+                mx[e >> 1] = fmaxf(mx[e >> 1], s[4 * j + e]);
+            }
+        float corr[2], shift[2];
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
+            mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+            const float m_new = fmaxf(m[r], mx[r]);
+            shift[r] = m_new == -INFINITY ? 0.0f : m_new; // a row with nothing visible yet stays at zero
+            corr[r] = exp2f(m[r] - shift[r]);
+            m[r] = m_new;
+            l[r] *= corr[r];
+        }
+#pragma unroll
+        for (int j = 0; j < D / 8; j++) {
+            o[4 * j + 0] *= corr[0], o[4 * j + 1] *= corr[0];
+            o[4 * j + 2] *= corr[1], o[4 * j + 3] *= corr[1];
+        }
+        uint32_t p[BK / 16][4]; // P as A fragments: 8-column groups 2kk and 2kk + 1 make k step kk
+#pragma unroll
+        for (int j = 0; j < BK / 8; j++) {
+            const float p0 = exp2f(s[4 * j + 0] - shift[0]), p1 = exp2f(s[4 * j + 1] - shift[0]);
+            const float p2 = exp2f(s[4 * j + 2] - shift[1]), p3 = exp2f(s[4 * j + 3] - shift[1]);
+            l[0] += p0 + p1;
+            l[1] += p2 + p3;
+            p[j / 2][(j % 2) * 2 + 0] = pack_half2(p0, p1);
+            p[j / 2][(j % 2) * 2 + 1] = pack_half2(p2, p3);
+        }
+
+        // O += P V: k runs over the tile's keys, 16 (two swizzle atoms, 2048 bytes) a step; V is MN-major, its next
+        // 64 columns of D one region (BK * 128 bytes) on.
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < BK / 16; kk++) {
+            const uint64_t dv = smem_desc(sv + kk * 2048, BK * 128);
+            if constexpr (D == 128)
+                wgmma_rs_n128_mn(o, p[kk], dv);
+            else
+                wgmma_rs_n64_mn(o, p[kk], dv);
+        }
+        wgmma_commit();
+        wgmma_wait_all(o);
+    }
+
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
+        l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
+    }
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        const int row = wg * 64 + warp * 16 + g + r * 8;
+        if (row >= rows)
+            continue;
+        const float inv = 1.0f / l[r];
+        __half *out = (__half *)a.out + ((size_t)(tok0 + q0 + row) * a.n_heads + h) * D;
+#pragma unroll
+        for (int j = 0; j < D / 8; j++)
+            *reinterpret_cast<__half2 *>(out + j * 8 + 2 * t) =
+                __floats2half2_rn(o[4 * j + 2 * r] * inv, o[4 * j + 2 * r + 1] * inv);
+    }
+#endif
+}
+
+// Writes 1 where the kernels above were compiled for sm_90a (and so can run), else 0.
+__global__ void hopper_probe_kernel(int *out)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    *out = 1;
+#else
+    *out = 0;
+#endif
+}
+
+template <int D> cudaError_t launch(const k_attn_args *a, const int32_t *tiles, int n_tiles, cudaStream_t stream)
+{
+    static bool configured; // the shared-memory opt-in, once per instantiation
+    if (!configured) {
+        cudaError_t e = cudaFuncSetAttribute(attention_prefill_hopper_kernel<D>,
+                                             cudaFuncAttributeMaxDynamicSharedMemorySize, (int)hopper_layout<D>::bytes);
+        if (e != cudaSuccess)
+            return e;
+        configured = true;
+    }
+    return fk_launch(attention_prefill_hopper_kernel<D>, dim3(n_tiles, a->n_heads), dim3(THREADS),
+                     hopper_layout<D>::bytes, stream, *a, (const int2 *)tiles);
+}
+
+} // namespace
+
+cudaError_t prefill_hopper_available(bool *available)
+{
+    *available = false;
+    int device, major, minor, *flag, got = 0;
+    cudaError_t e;
+    if ((e = cudaGetDevice(&device)) || (e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device)) ||
+        (e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device)))
+        return e;
+    if (major != 9 || minor != 0) // sm_90a code runs on compute capability 9.0 only
+        return cudaSuccess;
+    if ((e = cudaMalloc(&flag, sizeof *flag)))
+        return e;
+    hopper_probe_kernel<<<1, 1>>>(flag);
+    if (!(e = cudaGetLastError()))
+        e = cudaMemcpy(&got, flag, sizeof got, cudaMemcpyDeviceToHost);
+    cudaFree(flag);
+    *available = e == cudaSuccess && got == 1;
+    return e;
+}
+
+cudaError_t prefill_hopper(const k_attn_args *a, const int32_t *tiles, int n_tiles, cudaStream_t stream)
+{
+    switch (a->head_dim) {
+    case 64: return launch<64>(a, tiles, n_tiles, stream);
+    case 128: return launch<128>(a, tiles, n_tiles, stream);
+    default: return cudaErrorInvalidValue;
+    }
+}
