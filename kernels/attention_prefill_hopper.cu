@@ -1,10 +1,13 @@
 // attention_prefill_hopper.cu — attention_prefill.cu's causal prefill attention on Hopper's warpgroup tensor cores
-// (sm_90a: wgmma), FlashAttention style. A block takes 128 queries of one sequence and one head as two warpgroups of
-// 64 rows and walks the keys in tiles of 128, gathered through the block table into 128B-swizzled shared memory
-// (wgmma.cuh) with cp.async; the next tile loads while this one is used. S = Q K^T is a wgmma with Q and K both read
-// from shared memory; the online softmax runs on S where wgmma left it (registers, fp32); P, packed to fp16 in
-// place, is the register operand of O += P V, whose V tile wgmma reads transposed (MN-major) from shared memory.
-// Only the tiles that cross a warp's diagonal are masked; the backend orders the query tiles heaviest first.
+// (sm_90a: wgmma), FlashAttention-3 style. A block takes 128 queries of one sequence and one head and walks the keys
+// in tiles of 128. It is warp-specialized: a producer warpgroup gathers Q and the K/V tiles through the block table
+// into 128B-swizzled shared memory (wgmma.cuh) with cp.async, STAGES tiles ahead, announcing each full stage on an
+// mbarrier; two consumer warpgroups of 64 query rows each take the tiles as they come and hand each stage back on
+// another mbarrier, never waiting for one another, so one's softmax runs while the other's matrix products do.
+// S = Q K^T is a wgmma with Q and K both read from shared memory; the online softmax runs on S where wgmma left it
+// (registers, fp32); P, packed to fp16 in place, is the register operand of O += P V, whose V tile wgmma reads
+// transposed (MN-major). Only the tiles that cross a warp's diagonal are masked; the backend orders the query tiles
+// heaviest first. The producer keeps 56 registers so the consumers can have 224 (setmaxnreg).
 // Accumulator layout (PTX "wgmma .m64nNk16 D"): warp w of a warpgroup holds rows 16w + g and 16w + g + 8 (lane =
 // 4g + t); element 4j + e is column 8j + 2t + (e & 1) of row g + 8 (e >> 1). The A fragment of a 16-wide k step
 // is mma.sync's m16n8k16 A layout, so two 8-column groups of S make one P fragment.
@@ -16,66 +19,51 @@
 
 namespace {
 
-constexpr int BQ = 128, BK = 128, THREADS = 256;
+constexpr int BQ = 128, BK = 128, STAGES = 3, THREADS = 384; // warpgroup 0 produces, 1 and 2 consume
 
-// Shared memory, from a 1024-byte aligned base: Q [BQ][D], then two stages of K [BK][D] and V [BK][D], all swizzled.
+// Shared memory, from a 1024-byte aligned base: Q [BQ][D], STAGES x (K [BK][D], V [BK][D]), all swizzled; then the
+// mbarriers: full[STAGES] (the producer's 128 threads arrive when a stage's data has landed) and empty[STAGES] (the
+// consumers' 256 threads arrive when done with it).
 template <int D> struct hopper_layout {
     static constexpr uint32_t TILE = BK * D * 2; // bytes of one K or V tile
-    static constexpr uint32_t K0 = BQ * D * 2; // Q at 0
-    static constexpr uint32_t bytes = K0 + 4 * TILE + 1024; // + the alignment slack
+    static constexpr uint32_t K0 = BQ * D * 2;   // Q at 0
+    static constexpr uint32_t BARRIERS = K0 + STAGES * 2 * TILE;
+    static constexpr uint32_t bytes = BARRIERS + 2 * STAGES * 8 + 1024; // + the alignment slack
 };
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-// Starts loading keys k0 .. k0 + BK - 1 of one KV head (zeros from kv_end on) into swizzled K and V tiles.
+// Producer thread p (0 .. 127) copies key k0 + p of the tile (zeros from kv_end on) into stage slots sk, sv.
 template <int D>
-__device__ __forceinline__ void load_kv(const k_attn_args &a, const int32_t *blocks, int kvh, int k0, int kv_end,
-                                        uint32_t sk, uint32_t sv)
+__device__ __forceinline__ void load_key(const k_attn_args &a, const int32_t *blocks, int kvh, int key, int kv_end,
+                                         uint32_t sk, uint32_t sv, int r)
 {
-    constexpr int CHUNKS = D / 8;
-    for (int i = threadIdx.x; i < BK * CHUNKS; i += THREADS) {
-        const int r = i / CHUNKS, j = i % CHUNKS, key = k0 + r;
-        const bool ok = key < kv_end;
-        size_t at = 0;
-        if (ok)
-            at = (((size_t)blocks[key / a.block_size] * a.n_kv_heads + kvh) * a.block_size + key % a.block_size) * D +
-                 j * 8;
+    const bool ok = key < kv_end;
+    size_t at = 0;
+    if (ok)
+        at = (((size_t)blocks[key / a.block_size] * a.n_kv_heads + kvh) * a.block_size + key % a.block_size) * D;
+#pragma unroll
+    for (int j = 0; j < D / 8; j++) {
         const uint32_t off = swizzled_offset(BK, r, j);
-        copy16_async_or_zero(sk + off, (const __half *)a.k_cache + at, ok);
-        copy16_async_or_zero(sv + off, (const __half *)a.v_cache + at, ok);
+        copy16_async_or_zero(sk + off, (const __half *)a.k_cache + at + j * 8, ok);
+        copy16_async_or_zero(sv + off, (const __half *)a.v_cache + at + j * 8, ok);
     }
 }
-#endif
 
-template <int D>
-__global__ void __launch_bounds__(THREADS, 1) attention_prefill_hopper_kernel(k_attn_args a, const int2 *tiles)
+// The tiles' data is in once the producer's own copies have landed; its fence makes them visible to wgmma.
+__device__ __forceinline__ void announce(uint32_t full)
 {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    fence_proxy_async();
+    mbarrier_arrive(full);
+}
+// Consumer warpgroup c (0 or 1): query rows 64 c .. 64 c + 63 of the block's tile, against each key tile as the
+// producer announces it; out rows from token tok0.
+template <int D>
+__device__ __forceinline__ void consume(const k_attn_args &a, uint32_t base, uint32_t full, uint32_t empty,
+                                       uint32_t stage0, int c, int pos0, int rows, int n_tiles, int tok0, int h)
+{
     using L = hopper_layout<D>;
-    extern __shared__ __align__(16) uint8_t smem_raw[];
-    const uint32_t base = (smem_addr(smem_raw) + 1023) & ~1023u;
-
-    pdl_wait();
-    pdl_launch_dependents();
-    const int seq = tiles[blockIdx.x].x, q0 = tiles[blockIdx.x].y, h = blockIdx.y;
-    const int kvh = h / (a.n_heads / a.n_kv_heads);
-    const int tok0 = a.query_start[seq], nq = a.query_start[seq + 1] - tok0, ctx = a.context_len[seq];
-    const int rows = min(BQ, nq - q0);
-    const int pos0 = ctx - nq + q0; // position of the tile's first query
-    const int kv_end = min(ctx, pos0 + rows);
-    const int32_t *blocks = a.block_tables + (size_t)seq * a.max_blocks;
-    const size_t qkv_row = (size_t)(a.n_heads + 2 * a.n_kv_heads) * D;
-    const int wg = threadIdx.x / 128, warp = threadIdx.x % 128 / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-
-    // Q (rows past the tile's end zero) and the first K/V tile.
-    for (int i = threadIdx.x; i < BQ * (D / 8); i += THREADS) {
-        const int r = i / (D / 8), j = i % (D / 8);
-        const bool ok = r < rows;
-        const __half *src = (const __half *)a.qkv + (ok ? (tok0 + q0 + r) * qkv_row + (size_t)h * D + j * 8 : 0);
-        copy16_async_or_zero(base + swizzled_offset(BQ, r, j), src, ok);
-    }
-    load_kv<D>(a, blocks, kvh, 0, kv_end, base + L::K0, base + L::K0 + L::TILE);
-    cp_async_commit();
-
+    const int tid = threadIdx.x % 128;
+    const int warp = tid / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
     float o[D / 2], s[BK / 2]; // this thread's part of O [64][D] and S [64][BK]
 #pragma unroll
     for (int i = 0; i < D / 2; i++)
@@ -85,21 +73,13 @@ __global__ void __launch_bounds__(THREADS, 1) attention_prefill_hopper_kernel(k_
         s[i] = 0;
     float m[2] = {-INFINITY, -INFINITY}, l[2] = {0, 0}; // rows g and g + 8
     const float scale_log2 = a.scale * 1.4426950408889634f;
-    const int warp_pos = pos0 + wg * 64 + warp * 16; // position of this warp's first row
-    const uint32_t q_rows = base + wg * 64 * 128; // this warpgroup's 64 rows of Q
+    const int warp_pos = pos0 + c * 64 + warp * 16; // position of this warp's first row
+    const uint32_t q_rows = base + c * 64 * 128;    // this warpgroup's 64 rows of Q
 
-    const int n_tiles = (kv_end + BK - 1) / BK;
     for (int it = 0; it < n_tiles; it++) {
-        const int k0 = it * BK;
-        const uint32_t sk = base + L::K0 + (it & 1) * 2 * L::TILE, sv = sk + L::TILE;
-        cp_async_wait<0>();
-        fence_proxy_async();
-        __syncthreads(); // tile it is in; every warp is done with tile it - 1, whose stage is refilled next
-        if (it + 1 < n_tiles) {
-            const uint32_t nk = base + L::K0 + ((it + 1) & 1) * 2 * L::TILE;
-            load_kv<D>(a, blocks, kvh, k0 + BK, kv_end, nk, nk + L::TILE);
-            cp_async_commit();
-        }
+        const int k0 = it * BK, st = it % STAGES;
+        const uint32_t sk = stage0 + st * 2 * L::TILE, sv = sk + L::TILE;
+        mbarrier_wait(full + 8 * st, (it / STAGES) & 1);
 
         // S = Q K^T: k runs over D, 16 at a time, 64 per swizzled region (32 bytes a step).
         wgmma_fence();
@@ -162,6 +142,7 @@ __global__ void __launch_bounds__(THREADS, 1) attention_prefill_hopper_kernel(k_
         }
         wgmma_commit();
         wgmma_wait_all(o);
+        mbarrier_arrive(empty + 8 * st); // the stage is free to refill
     }
 
 #pragma unroll
@@ -171,15 +152,69 @@ __global__ void __launch_bounds__(THREADS, 1) attention_prefill_hopper_kernel(k_
     }
 #pragma unroll
     for (int r = 0; r < 2; r++) {
-        const int row = wg * 64 + warp * 16 + g + r * 8;
+        const int row = c * 64 + warp * 16 + g + r * 8;
         if (row >= rows)
             continue;
         const float inv = 1.0f / l[r];
-        __half *out = (__half *)a.out + ((size_t)(tok0 + q0 + row) * a.n_heads + h) * D;
+        __half *out = (__half *)a.out + ((size_t)(tok0 + row) * a.n_heads + h) * D;
 #pragma unroll
         for (int j = 0; j < D / 8; j++)
             *reinterpret_cast<__half2 *>(out + j * 8 + 2 * t) =
                 __floats2half2_rn(o[4 * j + 2 * r] * inv, o[4 * j + 2 * r + 1] * inv);
+    }
+}
+#endif
+
+template <int D>
+__global__ void __launch_bounds__(THREADS, 1) attention_prefill_hopper_kernel(k_attn_args a, const int2 *tiles)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    using L = hopper_layout<D>;
+    extern __shared__ __align__(16) uint8_t smem_raw[];
+    const uint32_t base = (smem_addr(smem_raw) + 1023) & ~1023u;
+    const uint32_t full = base + L::BARRIERS, empty = full + STAGES * 8; // barrier s at + 8 s
+    auto stage_k = [&](int s) { return base + L::K0 + s * 2 * L::TILE; };
+
+    pdl_wait();
+    pdl_launch_dependents();
+    const int seq = tiles[blockIdx.x].x, q0 = tiles[blockIdx.x].y, h = blockIdx.y;
+    const int kvh = h / (a.n_heads / a.n_kv_heads);
+    const int tok0 = a.query_start[seq], nq = a.query_start[seq + 1] - tok0, ctx = a.context_len[seq];
+    const int rows = min(BQ, nq - q0);
+    const int pos0 = ctx - nq + q0; // position of the tile's first query
+    const int kv_end = min(ctx, pos0 + rows);
+    const int n_tiles = (kv_end + BK - 1) / BK;
+    const int wg = threadIdx.x / 128, tid = threadIdx.x % 128;
+    if (threadIdx.x == 0)
+        for (int s = 0; s < STAGES; s++)
+            mbarrier_init(full + 8 * s, 128), mbarrier_init(empty + 8 * s, 256);
+    __syncthreads();
+
+    if (wg == 0) { // ---- producer: Q with the first tile, then tile t into stage t % STAGES once it is free
+        regs_release<56>();
+        const int32_t *blocks = a.block_tables + (size_t)seq * a.max_blocks;
+        const size_t qkv_row = (size_t)(a.n_heads + 2 * a.n_kv_heads) * D;
+        const bool q_ok = tid < rows;
+        const __half *q = (const __half *)a.qkv + (q_ok ? (tok0 + q0 + tid) * qkv_row + (size_t)h * D : 0);
+#pragma unroll
+        for (int j = 0; j < D / 8; j++)
+            copy16_async_or_zero(base + swizzled_offset(BQ, tid, j), q + j * 8, q_ok);
+        for (int t = 0; t < n_tiles; t++) {
+            const int s = t % STAGES;
+            if (t >= STAGES)
+                mbarrier_wait(empty + 8 * s, (t / STAGES - 1) & 1); // the consumers are done with tile t - STAGES
+            load_key<D>(a, blocks, kvh, t * BK + tid, kv_end, stage_k(s), stage_k(s) + L::TILE, tid);
+            cp_async_commit();
+            if (t > 0) { // tile t - 1 (and Q) landed: all but the newest group are done
+                cp_async_wait<1>();
+                announce(full + 8 * ((t - 1) % STAGES));
+            }
+        }
+        cp_async_wait<0>();
+        announce(full + 8 * ((n_tiles - 1) % STAGES));
+    } else {
+        regs_take<224>();
+        consume<D>(a, base, full, empty, stage_k(0), wg - 1, pos0, rows, n_tiles, tok0 + q0, h);
     }
 #endif
 }

@@ -1,24 +1,32 @@
 // linear_small.cu — y[m][n] = epilogue(x[m][k] W[n][k]^T + bias) for small batches (m <= 16 tokens: every decode
-// step of a lightly loaded server), where the time is one pass over W. A warp owns 16 rows of W (or 16 gate rows and
-// their 16 up rows for SiLU·mul) and a range of k; each k-step of 32 every thread makes three 16-byte loads — W
-// rows g and g + 8 and x row g at k0 + 8t (lane = 4g + t) — which are exactly the fragments of two m16n8k16 MMAs
-// (rows of W as M, tokens as N) once the 32 k of the step are permuted: MMA j sees logical k 2t, 2t+1, 2t+8, 2t+9
-// at physical k 8t + 4j + 0..3. W and x use the same permutation, so the dot products are unchanged. The warps of a
-// block split the block's k range and meet in shared memory; when the rows alone give too few blocks, the k range
-// is also split across blocks (split-K), whose fp32 partials the last block of the tile to finish adds up in a
-// fixed order (so the result does not depend on timing) before the epilogue. fp32 accumulation throughout.
-// Turing (sm_75) runs the same code with m16n8k8 pairs (common.cuh).
+// step of a lightly loaded server), where the time is one pass over W. A warp owns row tiles of 16 rows of W (one;
+// two consecutive ones above 8 tokens, so each x load serves twice the weights; for SiLU·mul 16 gate rows and their
+// 16 up rows) and a range of k; each k-step of 32 every thread makes 16-byte loads — W rows g and g + 8 of each row
+// tile and x row g (and g + 8) at k0 + 8t (lane = 4g + t) — which are exactly the fragments of m16n8k16 MMAs (rows
+// of W as M, tokens as N) once the 32 k of the step are permuted: MMA j sees logical k 2t, 2t+1, 2t+8, 2t+9 at
+// physical k 8t + 4j + 0..3. W and x use the same permutation, so the dot products are unchanged. The warps of a
+// block (4 to 16, as k allows) split the block's k range and meet in shared memory; only when that leaves too few
+// warps to keep the memory system busy is k also split across blocks (split-K), whose fp32 partials the last block
+// of the tile to finish adds up in a fixed order (so the result does not depend on timing) before the epilogue.
+// The first k-steps' weights are requested before waiting for the previous kernel (PDL). fp32 accumulation
+// throughout. Turing (sm_75) runs the same code with m16n8k8 pairs (common.cuh).
 #include "common.cuh"
 #include "kernels.h"
 
+// The most warps a block may have, and the warps per SM the launch aims for (kernels/bench times the choices).
+#ifndef FK_LINEAR_MAX_WARPS
+#define FK_LINEAR_MAX_WARPS 16
+#endif
+#ifndef FK_LINEAR_WARPS_PER_SM
+#define FK_LINEAR_WARPS_PER_SM 8
+#endif
+
 namespace {
 
-constexpr int WARPS = 4, THREADS = 32 * WARPS;
-constexpr int STEP = 32; // k per MMA pair
-constexpr int MAX_M = 16;
-
-// Rows of W a warp tile spans and the tokens of a token tile.
-constexpr int TILE_ROWS = 16, TOKEN_TILE = 8;
+constexpr int STEP = 32;       // k per MMA pair
+constexpr int TILE_ROWS = 16;  // rows of W in a row tile
+constexpr int TOKEN_TILE = 8;  // tokens in a token tile
+constexpr int U = 4;           // k-steps a warp loads before it uses them
 
 // Fragments of one k-step: W rows (g, g + 8) of each row tile, x rows g (+ 8) of each token tile.
 template <int RT, int NT> struct step_frags {
@@ -26,31 +34,50 @@ template <int RT, int NT> struct step_frags {
     uint4 x[NT];
 };
 
-// RT: row tiles per warp (2 for SiLU·mul: gate rows r and up rows n + r); NT: token tiles (m <= 8: 1, else 2);
-// U: k-steps loaded before they are used (bytes in flight per thread: U * RT * 32).
-template <int RT, int NT, int EPI, int U>
-__global__ void __launch_bounds__(THREADS) linear_small_kernel(__half *__restrict__ y, const __half *__restrict__ x,
-                                                              const __half *__restrict__ w,
-                                                              const __half *__restrict__ bias, int m, int k, int n,
-                                                              int steps_per_split, float *__restrict__ partials,
-                                                              unsigned *__restrict__ counters)
+// Row tiles per warp: SiLU·mul always pairs gate and up; the others take two above one token tile.
+template <int EPI, int NT> __host__ __device__ constexpr int row_tiles()
 {
-    constexpr int FRAG = NT * 4 * 32; // accumulator floats of one row tile in a warp
+    return EPI == K_LINEAR_SILU_MUL || NT == 2 ? 2 : 1;
+}
+
+// Rows of y one block covers.
+template <int EPI, int NT> __host__ __device__ constexpr int block_rows()
+{
+    return EPI == K_LINEAR_SILU_MUL ? TILE_ROWS : TILE_ROWS * row_tiles<EPI, NT>();
+}
+
+// Warps per block for a k of `steps` 32-wide steps: as many as keep U steps each, 4 to FK_LINEAR_MAX_WARPS.
+int warps_for(int steps)
+{
+    int w = FK_LINEAR_MAX_WARPS;
+    while (w > 4 && steps < U * w)
+        w /= 2;
+    return w;
+}
+
+template <int WARPS, int NT, int EPI>
+__global__ void __launch_bounds__(32 * WARPS) linear_small_kernel(__half *__restrict__ y, const __half *__restrict__ x,
+                                                                 const __half *__restrict__ w,
+                                                                 const __half *__restrict__ bias, int m, int k, int n,
+                                                                 int steps_per_split, float *__restrict__ partials,
+                                                                 unsigned *__restrict__ counters)
+{
+    constexpr int RT = row_tiles<EPI, NT>(), THREADS = 32 * WARPS;
+    constexpr int FRAG = NT * 4 * 32;               // accumulator floats of one row tile in a warp
+    constexpr int PER = (FRAG + THREADS - 1) / THREADS; // of those, per thread in the epilogue
     __shared__ float red[WARPS][RT][FRAG];
     __shared__ bool last_split;
 
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-    const int r0 = blockIdx.x * TILE_ROWS, split = blockIdx.y, n_splits = gridDim.y;
+    const int r0 = blockIdx.x * block_rows<EPI, NT>(), split = blockIdx.y, n_splits = gridDim.y;
     const int n_steps = (k + STEP - 1) / STEP;
     const int s_begin = split * steps_per_split, s_end = min(n_steps, s_begin + steps_per_split);
 
-    // W row of row tile rt for local row lr (0..15); rows >= n read as zero and are not written.
-    auto w_row = [&](int rt, int lr) -> const __half * {
-        return w + (size_t)(rt * n + r0 + lr) * k;
-    };
-    const bool row_ok[2] = {r0 + g < n, r0 + g + 8 < n};
+    // Local row lr (0..15) of row tile rt: its row of y, and of W (SiLU·mul: up rows are n further on).
+    auto y_row = [&](int rt, int lr) { return r0 + (EPI == K_LINEAR_SILU_MUL ? 0 : rt * TILE_ROWS) + lr; };
+    auto w_row = [&](int rt, int lr) { return (EPI == K_LINEAR_SILU_MUL ? rt * n : 0) + y_row(rt, lr); };
 
-    auto load_w = [&](step_frags<RT, NT> (&f)[U], int s0) {
+    auto load_w = [&](step_frags<RT, NT>(&f)[U], int s0) {
 #pragma unroll
         for (int u = 0; u < U; u++) {
             const int s = s0 + u, kk = s * STEP + 8 * t;
@@ -59,11 +86,12 @@ __global__ void __launch_bounds__(THREADS) linear_small_kernel(__half *__restric
             for (int rt = 0; rt < RT; rt++)
 #pragma unroll
                 for (int h = 0; h < 2; h++)
-                    f[u].w[rt][h] =
-                        k_ok && row_ok[h] ? load_stream16(w_row(rt, g + 8 * h) + kk) : make_uint4(0, 0, 0, 0);
+                    f[u].w[rt][h] = k_ok && y_row(rt, g + 8 * h) < n
+                                        ? load_stream16(w + (size_t)w_row(rt, g + 8 * h) * k + kk)
+                                        : make_uint4(0, 0, 0, 0);
         }
     };
-    auto load_x = [&](step_frags<RT, NT> (&f)[U], int s0) {
+    auto load_x = [&](step_frags<RT, NT>(&f)[U], int s0) {
 #pragma unroll
         for (int u = 0; u < U; u++) {
             const int s = s0 + u, kk = s * STEP + 8 * t;
@@ -115,13 +143,13 @@ __global__ void __launch_bounds__(THREADS) linear_small_kernel(__half *__restric
                 red[warp][rt][(nt * 4 + e) * 32 + lane] = acc[rt][nt][e];
     __syncthreads();
 
-    // Entry i of a row tile: accumulator e of lane l of token tile nt, i = (nt * 4 + e) * 32 + l, holding row
+    // Entry i of a row tile: accumulator e of lane l of token tile nt, i = (nt * 4 + e) * 32 + l, holding local row
     // g(l) + 8 (e >= 2) and token nt * 8 + 2 t(l) + (e & 1).
-    float sum[RT][(FRAG + THREADS - 1) / THREADS];
+    float sum[RT][PER];
 #pragma unroll
     for (int rt = 0; rt < RT; rt++)
 #pragma unroll
-        for (int q = 0; q < (FRAG + THREADS - 1) / THREADS; q++) {
+        for (int q = 0; q < PER; q++) {
             const int i = threadIdx.x + q * THREADS;
             float v = 0;
             if (i < FRAG)
@@ -137,7 +165,7 @@ __global__ void __launch_bounds__(THREADS) linear_small_kernel(__half *__restric
 #pragma unroll
         for (int rt = 0; rt < RT; rt++)
 #pragma unroll
-            for (int q = 0; q < (FRAG + THREADS - 1) / THREADS; q++) {
+            for (int q = 0; q < PER; q++) {
                 const int i = threadIdx.x + q * THREADS;
                 if (i < FRAG)
                     mine[rt * FRAG + i] = sum[rt][q];
@@ -157,7 +185,7 @@ __global__ void __launch_bounds__(THREADS) linear_small_kernel(__half *__restric
 #pragma unroll
         for (int rt = 0; rt < RT; rt++)
 #pragma unroll
-            for (int q = 0; q < (FRAG + THREADS - 1) / THREADS; q++) {
+            for (int q = 0; q < PER; q++) {
                 const int i = threadIdx.x + q * THREADS;
                 float v = 0;
                 if (i < FRAG)
@@ -168,57 +196,72 @@ __global__ void __launch_bounds__(THREADS) linear_small_kernel(__half *__restric
     }
 
 #pragma unroll
-    for (int q = 0; q < (FRAG + THREADS - 1) / THREADS; q++) {
+    for (int q = 0; q < PER; q++) {
         const int i = threadIdx.x + q * THREADS;
         if (i >= FRAG)
             continue;
         const int l = i % 32, e = (i / 32) % 4, nt = i / 128;
-        const int row = r0 + l / 4 + (e >= 2 ? 8 : 0), token = nt * TOKEN_TILE + 2 * (l % 4) + (e & 1);
-        if (row >= n || token >= m)
+        const int lr = l / 4 + (e >= 2 ? 8 : 0), token = nt * TOKEN_TILE + 2 * (l % 4) + (e & 1);
+        if (token >= m)
             continue;
-        float v = sum[0][q] + (bias ? __half2float(bias[row]) : 0.0f);
-        if (EPI == K_LINEAR_GELU)
-            v = gelu_tanh(v);
-        if (EPI == K_LINEAR_SILU_MUL)
-            v = silu_mul(v, sum[RT - 1][q] + (bias ? __half2float(bias[n + row]) : 0.0f));
-        y[(size_t)token * n + row] = __float2half(v);
+#pragma unroll
+        for (int rt = 0; rt < (EPI == K_LINEAR_SILU_MUL ? 1 : RT); rt++) {
+            const int row = y_row(rt, lr);
+            if (row >= n)
+                continue;
+            float v = sum[rt][q] + (bias ? __half2float(bias[row]) : 0.0f);
+            if (EPI == K_LINEAR_GELU)
+                v = gelu_tanh(v);
+            if (EPI == K_LINEAR_SILU_MUL)
+                v = silu_mul(v, sum[1][q] + (bias ? __half2float(bias[n + row]) : 0.0f));
+            y[(size_t)token * n + row] = __float2half(v);
+        }
     }
 }
 
-template <int RT, int NT, int EPI>
+template <int WARPS, int NT, int EPI>
 cudaError_t launch(__half *y, const __half *x, const __half *w, const __half *bias, int m, int k, int n, int splits,
                    float *partials, unsigned *counters, cudaStream_t stream)
 {
-    constexpr int U = RT == 1 ? 4 : 2;
     const int n_steps = (k + STEP - 1) / STEP;
     const int steps_per_split = (n_steps + splits - 1) / splits;
-    const dim3 grid((n + TILE_ROWS - 1) / TILE_ROWS, splits);
-    return fk_launch(linear_small_kernel<RT, NT, EPI, U>, grid, dim3(THREADS), 0, stream, y, x, w, bias, m, k, n,
+    const dim3 grid((n + block_rows<EPI, NT>() - 1) / block_rows<EPI, NT>(), splits);
+    return fk_launch(linear_small_kernel<WARPS, NT, EPI>, grid, dim3(32 * WARPS), 0, stream, y, x, w, bias, m, k, n,
                      steps_per_split, partials, counters);
 }
 
-template <int RT, int EPI>
+template <int NT, int EPI>
+cudaError_t launch_warps(__half *y, const __half *x, const __half *w, const __half *bias, int m, int k, int n,
+                         int splits, float *partials, unsigned *counters, cudaStream_t stream)
+{
+    switch (warps_for((k + STEP - 1) / STEP)) {
+    case 4: return launch<4, NT, EPI>(y, x, w, bias, m, k, n, splits, partials, counters, stream);
+    case 8: return launch<8, NT, EPI>(y, x, w, bias, m, k, n, splits, partials, counters, stream);
+    default: return launch<FK_LINEAR_MAX_WARPS, NT, EPI>(y, x, w, bias, m, k, n, splits, partials, counters, stream);
+    }
+}
+
+template <int EPI>
 cudaError_t launch_m(__half *y, const __half *x, const __half *w, const __half *bias, int m, int k, int n,
                      int splits, float *partials, unsigned *counters, cudaStream_t stream)
 {
-    return m <= TOKEN_TILE ? launch<RT, 1, EPI>(y, x, w, bias, m, k, n, splits, partials, counters, stream)
-                           : launch<RT, 2, EPI>(y, x, w, bias, m, k, n, splits, partials, counters, stream);
+    return m <= TOKEN_TILE ? launch_warps<1, EPI>(y, x, w, bias, m, k, n, splits, partials, counters, stream)
+                           : launch_warps<2, EPI>(y, x, w, bias, m, k, n, splits, partials, counters, stream);
 }
 
 } // namespace
 
 extern "C" int k_linear_small_splits(int m, int k, int n, int epilogue, int n_sms)
 {
-    (void)m;
-    const int tiles = (n + TILE_ROWS - 1) / TILE_ROWS;
-    const int n_steps = (k + STEP - 1) / STEP;
-    // Enough blocks to keep every SM streaming (about three blocks of four warps each), each warp still doing
-    // at least four k-steps; bounded by what the partials buffer holds.
-    const int rt = epilogue == K_LINEAR_SILU_MUL ? 2 : 1;
-    int splits = (3 * n_sms + tiles - 1) / tiles;
-    const int by_work = n_steps / (4 * WARPS);
+    const int nt = m <= TOKEN_TILE ? 1 : 2, rt = epilogue == K_LINEAR_SILU_MUL || nt == 2 ? 2 : 1;
+    const int rows = epilogue == K_LINEAR_SILU_MUL ? TILE_ROWS : TILE_ROWS * rt;
+    const int tiles = (n + rows - 1) / rows, n_steps = (k + STEP - 1) / STEP, warps = warps_for(n_steps);
+    // More blocks along k only when the rows give too few warps, each warp keeping at least U steps, and within
+    // what the partials buffer holds.
+    int splits = (FK_LINEAR_WARPS_PER_SM * n_sms + tiles * warps - 1) / (tiles * warps);
+    const int by_work = n_steps / (U * warps);
     splits = splits < by_work ? splits : by_work;
-    const size_t per_split = (size_t)tiles * rt * 2 * 4 * 32; // floats, for m up to 16
+    const size_t per_split = (size_t)tiles * rt * nt * 4 * 32; // floats
     const int by_space = (int)(K_LINEAR_SMALL_PARTIAL_FLOATS / per_split);
     splits = splits < by_space ? splits : by_space;
     return splits < 1 ? 1 : splits;
@@ -230,18 +273,16 @@ extern "C" cudaError_t k_linear_small(void *y, const void *x, const void *w, con
 {
     if (m <= 0 || n <= 0)
         return cudaSuccess;
-    if (m > MAX_M || k <= 0 || k % 8 || splits < 1 || (splits > 1 && (!partials || !counters)) ||
-        (splits > 1 && (n + TILE_ROWS - 1) / TILE_ROWS > K_LINEAR_SMALL_COUNTERS))
+    if (m > K_LINEAR_SMALL_MAX_M || k <= 0 || k % 8 || splits < 1 ||
+        (splits > 1 && (!partials || !counters || (n + TILE_ROWS - 1) / TILE_ROWS > K_LINEAR_SMALL_COUNTERS)))
         return cudaErrorInvalidValue;
     __half *yh = (__half *)y;
     const __half *xh = (const __half *)x, *wh = (const __half *)w, *bh = (const __half *)bias;
     switch (epilogue) {
-    case K_LINEAR_PLAIN:
-        return launch_m<1, K_LINEAR_PLAIN>(yh, xh, wh, bh, m, k, n, splits, partials, counters, stream);
-    case K_LINEAR_GELU:
-        return launch_m<1, K_LINEAR_GELU>(yh, xh, wh, bh, m, k, n, splits, partials, counters, stream);
+    case K_LINEAR_PLAIN: return launch_m<K_LINEAR_PLAIN>(yh, xh, wh, bh, m, k, n, splits, partials, counters, stream);
+    case K_LINEAR_GELU: return launch_m<K_LINEAR_GELU>(yh, xh, wh, bh, m, k, n, splits, partials, counters, stream);
     case K_LINEAR_SILU_MUL:
-        return launch_m<2, K_LINEAR_SILU_MUL>(yh, xh, wh, bh, m, k, n, splits, partials, counters, stream);
+        return launch_m<K_LINEAR_SILU_MUL>(yh, xh, wh, bh, m, k, n, splits, partials, counters, stream);
     default: return cudaErrorInvalidValue;
     }
 }

@@ -45,6 +45,39 @@ __device__ __forceinline__ void fence_proxy_async()
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
 
+// ---- mbarriers (shared memory, one 64-bit word each): count arrivals complete a phase; waiters name the parity of
+// the phase they wait for (0 for a barrier's first completion, then 1, 0, ...).
+
+__device__ __forceinline__ void mbarrier_init(uint32_t bar, int count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+
+__device__ __forceinline__ void mbarrier_arrive(uint32_t bar)
+{
+    asm volatile("mbarrier.arrive.release.cta.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+
+__device__ __forceinline__ void mbarrier_wait(uint32_t bar, int parity)
+{
+    asm volatile("{\n.reg .pred done;\nwait_%=:\n"
+                 "mbarrier.try_wait.parity.acquire.cta.shared::cta.b64 done, [%0], %1;\n"
+                 "@!done bra wait_%=;\n}\n" ::"r"(bar),
+                 "r"(parity)
+                 : "memory");
+}
+
+// Warp-specialized kernels: the producer warpgroup gives registers up, the consumers take them (sm_90a).
+template <int N> __device__ __forceinline__ void regs_release()
+{
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+
+template <int N> __device__ __forceinline__ void regs_take()
+{
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+
 // 16 bytes global -> shared, or 16 zero bytes when !valid (src is then not read).
 __device__ __forceinline__ void copy16_async_or_zero(uint32_t dst, const void *src, bool valid)
 {

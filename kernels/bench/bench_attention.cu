@@ -147,12 +147,22 @@ static void bench_decode(const char *variant, int S, int ctx, int H, int Hkv, in
         p.push_back(make_paged(S, ctx, 1, H, Hkv, D, 100 + c, nullptr));
     void *scratch;
     CHECK(cudaMalloc(&scratch, k_attention_decode_scratch_bytes(S, H, Hkv, D, n_sms)));
+    auto time_splits = [&](int n_splits) {
+        const int split_len = (ctx + n_splits - 1) / n_splits;
+        return median_ms([&](int i) { CHECK(k_attention_decode(&p[i % copies].a, split_len, n_splits, scratch, 0)); });
+    };
     const int n_splits = k_attention_decode_splits(S, Hkv, ctx, n_sms);
-    const int split_len = (ctx + n_splits - 1) / n_splits;
-    const float ms = median_ms([&](int i) { CHECK(k_attention_decode(&p[i % copies].a, split_len, n_splits, scratch, 0)); });
+    const float ms = time_splits(n_splits);
     const double gbs = bytes / (ms * 1e-3) / 1e9;
     printf("RESULT decode_attention%s %dx%d h%d/%d d%d: %.3f ms, %.0f GB/s = %.1f%% of copy, %d splits, %d blocks\n",
            variant, S, ctx, H, Hkv, D, ms, gbs, 100 * gbs / copy, n_splits, n_splits * Hkv * S);
+    // The policy against every split count it could have chosen (up to the scratch's bound), for tuning it.
+    const size_t max_splits = k_attention_decode_scratch_bytes(S, H, Hkv, D, n_sms) / ((size_t)S * H * (D + 2) * 4);
+    printf("SWEEP decode_attention%s %dx%d d%d:", variant, S, ctx, D);
+    for (int sp : {1, 2, 3, 4, 6, 8, 12, 16, 24, 33, 48, 66, 99, 132})
+        if ((size_t)sp <= max_splits && sp <= (ctx + 63) / 64)
+            printf(" %d:%.1f%%", sp, 100 * bytes / (time_splits(sp) * 1e-3) / 1e9 / copy);
+    printf("\n");
     for (paged &q : p)
         free_paged(q);
     CHECK(cudaFree(scratch));

@@ -91,11 +91,14 @@ case " $steps " in *" bench "*)
     b=/tmp/fk-native/kernels/bench
     $b/bench_linear >"$out/bench-linear.log" 2>&1 || note "bench_linear: FAILED"
     grep -vE "^RESULT" "$out/bench-linear.log" | tee -a "$summary"
+    for v in $b/bench_linear_w8 $b/bench_linear_sm12; do
+        $v " (variant ${v##*_})" >"$out/bench-linear-${v##*_}.log" 2>&1 || note "$v: FAILED"
+    done
     $b/bench_attention >"$out/bench-attention.log" 2>&1 || note "bench_attention: FAILED"
-    grep -E "device|RESULT" "$out/bench-attention.log" | tee -a "$summary"
+    grep -E "device|RESULT|SWEEP" "$out/bench-attention.log" | tee -a "$summary"
     for v in $b/bench_attention_decode_s*; do
         case $v in *.p) continue ;; esac
-        $v " (variant ${v##*_})" 2>&1 | grep -E "RESULT" | tee -a "$summary"
+        $v " (variant ${v##*_})" 2>&1 | grep -E "RESULT|SWEEP" | tee -a "$summary"
     done
     python3 kernels/bench/peers.py attention 2>&1 | grep -E "PEER|Error" | tee -a "$summary"
     $b/bench_linear_gelu >"$out/bench-linear-gelu.log" 2>&1 || note "bench_linear_gelu: FAILED"
