@@ -13,10 +13,10 @@
 // K/V chunks in flight per block on sm_80+, and warps per block (16 keys each per chunk); kernels/bench times the
 // choices.
 #ifndef FK_DECODE_STAGES
-#define FK_DECODE_STAGES 3
+#define FK_DECODE_STAGES 2
 #endif
 #ifndef FK_DECODE_WARPS
-#define FK_DECODE_WARPS 4
+#define FK_DECODE_WARPS 8
 #endif
 
 namespace {
@@ -302,15 +302,18 @@ template <int D> cudaError_t launch_stages(const k_attn_args *a, int split_len, 
 
 } // namespace
 
-// About six (split, KV head, sequence) blocks per SM (two or three are resident at a time, so the last wave is
-// short), each split at least 256 keys (short contexts are not worth a merge). So n_seqs * n_splits is at most
-// BLOCKS_PER_SM * SMs / Hkv + n_seqs, which bounds the scratch below.
-constexpr int BLOCKS_PER_SM = 6, MIN_SPLIT = 256;
+// A block (8 warps, two stages) fills an SM's shared memory, so one wave is one block per SM. With at least as many
+// (sequence, KV head) pairs as SMs nothing is split (each block streams a whole context, and the merge is saved);
+// with fewer, the contexts are split so that the pairs' splits fill one wave, each split at least MIN_SPLIT keys
+// (short contexts are not worth a merge). Measured on an H100 against every other split count (kernels/bench
+// SWEEP rows): 64 x 4096, 16 x 16384 and 1 x 32768 all best or within a point of it. So n_seqs * n_splits is at
+// most SMs / Hkv, which bounds the scratch below.
+constexpr int MIN_SPLIT = 256;
 
 extern "C" int k_attention_decode_splits(int n_seqs, int n_kv_heads, int max_context, int n_sms)
 {
-    const int target = BLOCKS_PER_SM * n_sms;
-    const int by_fill = (target + n_seqs * n_kv_heads - 1) / (n_seqs * n_kv_heads);
+    const int pairs = n_seqs * n_kv_heads;
+    const int by_fill = pairs >= n_sms ? 1 : n_sms / pairs;
     const int by_length = (max_context + MIN_SPLIT - 1) / MIN_SPLIT;
     const int s = by_fill < by_length ? by_fill : by_length;
     return s < 1 ? 1 : s;
@@ -319,7 +322,7 @@ extern "C" int k_attention_decode_splits(int n_seqs, int n_kv_heads, int max_con
 // Per (sequence, head, split): o[D], max, sum.
 extern "C" size_t k_attention_decode_scratch_bytes(int max_seqs, int n_heads, int n_kv_heads, int head_dim, int n_sms)
 {
-    const size_t split_rows = (size_t)(BLOCKS_PER_SM * n_sms + n_kv_heads - 1) / n_kv_heads + max_seqs;
+    const size_t split_rows = (size_t)(n_sms + n_kv_heads - 1) / n_kv_heads + max_seqs;
     return split_rows * n_heads * (head_dim + 2) * sizeof(float);
 }
 

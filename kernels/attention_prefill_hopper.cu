@@ -3,7 +3,8 @@
 // in tiles of 128. It is warp-specialized: a producer warpgroup gathers Q and the K/V tiles through the block table
 // into 128B-swizzled shared memory (wgmma.cuh) with cp.async, STAGES tiles ahead, announcing each full stage on an
 // mbarrier; two consumer warpgroups of 64 query rows each take the tiles as they come and hand each stage back on
-// another mbarrier, never waiting for one another, so one's softmax runs while the other's matrix products do.
+// another mbarrier. The consumers take turns issuing their matrix products (two named barriers, "ping-pong"), so
+// the tensor cores run one's while the other computes its softmax.
 // S = Q K^T is a wgmma with Q and K both read from shared memory; the online softmax runs on S where wgmma left it
 // (registers, fp32); P, packed to fp16 in place, is the register operand of O += P V, whose V tile wgmma reads
 // transposed (MN-major). Only the tiles that cross a warp's diagonal are masked; the backend orders the query tiles
@@ -64,6 +65,9 @@ __device__ __forceinline__ void consume(const k_attn_args &a, uint32_t base, uin
     using L = hopper_layout<D>;
     const int tid = threadIdx.x % 128;
     const int warp = tid / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+    const int my_turn = 1 + c, their_turn = 2 - c; // named barriers; warpgroup 0 goes first
+    if (c == 1)
+        named_barrier_arrive(1, 256);
     float o[D / 2], s[BK / 2]; // this thread's part of O [64][D] and S [64][BK]
 #pragma unroll
     for (int i = 0; i < D / 2; i++)
@@ -82,6 +86,7 @@ __device__ __forceinline__ void consume(const k_attn_args &a, uint32_t base, uin
         mbarrier_wait(full + 8 * st, (it / STAGES) & 1);
 
         // S = Q K^T: k runs over D, 16 at a time, 64 per swizzled region (32 bytes a step).
+        named_barrier_sync(my_turn, 256);
         wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < D / 16; kk++) {
@@ -89,9 +94,11 @@ __device__ __forceinline__ void consume(const k_attn_args &a, uint32_t base, uin
             wgmma_ss_n128(s, smem_desc(q_rows + at, 16), smem_desc(sk + at, 16), kk > 0);
         }
         wgmma_commit();
+        named_barrier_arrive(their_turn, 256);
         wgmma_wait_all(s);
 
-        // Scale, the causal mask where some row of this warp sees only part of the tile, the online softmax.
+        // The causal mask where some row of this warp sees only part of the tile, then the online softmax on the raw
+        // scores: the scale (log2 units) is folded into the exponent's multiply-add, m is kept scaled.
         const bool masked = k0 + BK - 1 > warp_pos;
         float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
@@ -99,7 +106,8 @@ __device__ __forceinline__ void consume(const k_attn_args &a, uint32_t base, uin
 #pragma unroll
             for (int e = 0; e < 4; e++) {
                 const int key = k0 + j * 8 + 2 * t + (e & 1), pos = warp_pos + g + (e >> 1) * 8;
-                s[4 * j + e] = !masked || key <= pos ? s[4 * j + e] * scale_log2 : -INFINITY;
+                if (masked && key > pos)
+                    s[4 * j + e] = -INFINITY;
                 mx[e >> 1] = fmaxf(mx[e >> 1], s[4 * j + e]);
             }
         float corr[2], shift[2];
@@ -107,9 +115,9 @@ __device__ __forceinline__ void consume(const k_attn_args &a, uint32_t base, uin
         for (int r = 0; r < 2; r++) {
             mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
             mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
-            const float m_new = fmaxf(m[r], mx[r]);
+            const float m_new = fmaxf(m[r], mx[r] * scale_log2);
             shift[r] = m_new == -INFINITY ? 0.0f : m_new; // a row with nothing visible yet stays at zero
-            corr[r] = exp2f(m[r] - shift[r]);
+            corr[r] = fast_exp2(m[r] - shift[r]);
             m[r] = m_new;
             l[r] *= corr[r];
         }
@@ -121,8 +129,10 @@ __device__ __forceinline__ void consume(const k_attn_args &a, uint32_t base, uin
         uint32_t p[BK / 16][4]; // P as A fragments: 8-column groups 2kk and 2kk + 1 make k step kk
 #pragma unroll
         for (int j = 0; j < BK / 8; j++) {
-            const float p0 = exp2f(s[4 * j + 0] - shift[0]), p1 = exp2f(s[4 * j + 1] - shift[0]);
-            const float p2 = exp2f(s[4 * j + 2] - shift[1]), p3 = exp2f(s[4 * j + 3] - shift[1]);
+            const float p0 = fast_exp2(fmaf(s[4 * j + 0], scale_log2, -shift[0]));
+            const float p1 = fast_exp2(fmaf(s[4 * j + 1], scale_log2, -shift[0]));
+            const float p2 = fast_exp2(fmaf(s[4 * j + 2], scale_log2, -shift[1]));
+            const float p3 = fast_exp2(fmaf(s[4 * j + 3], scale_log2, -shift[1]));
             l[0] += p0 + p1;
             l[1] += p2 + p3;
             p[j / 2][(j % 2) * 2 + 0] = pack_half2(p0, p1);
@@ -131,6 +141,7 @@ __device__ __forceinline__ void consume(const k_attn_args &a, uint32_t base, uin
 
         // O += P V: k runs over the tile's keys, 16 (two swizzle atoms, 2048 bytes) a step; V is MN-major, its next
         // 64 columns of D one region (BK * 128 bytes) on.
+        named_barrier_sync(my_turn, 256);
         wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < BK / 16; kk++) {
@@ -141,6 +152,8 @@ __device__ __forceinline__ void consume(const k_attn_args &a, uint32_t base, uin
                 wgmma_rs_n64_mn(o, p[kk], dv);
         }
         wgmma_commit();
+        if (c == 0 || it + 1 < n_tiles) // every turn given is taken: warpgroup 0 has no turn after its last
+            named_barrier_arrive(their_turn, 256);
         wgmma_wait_all(o);
         mbarrier_arrive(empty + 8 * st); // the stage is free to refill
     }

@@ -8,8 +8,9 @@
 // block (4 to 16, as k allows) split the block's k range and meet in shared memory; only when that leaves too few
 // warps to keep the memory system busy is k also split across blocks (split-K), whose fp32 partials the last block
 // of the tile to finish adds up in a fixed order (so the result does not depend on timing) before the epilogue.
-// The first k-steps' weights are requested before waiting for the previous kernel (PDL). fp32 accumulation
-// throughout. Turing (sm_75) runs the same code with m16n8k8 pairs (common.cuh).
+// Each warp keeps two batches of U k-steps of weights in flight (the next is requested before the current is used),
+// the first before waiting for the previous kernel (PDL). fp32 accumulation throughout. Turing (sm_75) runs the same
+// code with m16n8k8 pairs (common.cuh).
 #include "common.cuh"
 #include "kernels.h"
 
@@ -26,7 +27,7 @@ namespace {
 constexpr int STEP = 32;       // k per MMA pair
 constexpr int TILE_ROWS = 16;  // rows of W in a row tile
 constexpr int TOKEN_TILE = 8;  // tokens in a token tile
-constexpr int U = 4;           // k-steps a warp loads before it uses them
+constexpr int U_MAX = 4;       // k-steps in a batch of loads (fewer when the fragments are larger)
 
 // Fragments of one k-step: W rows (g, g + 8) of each row tile, x rows g (+ 8) of each token tile.
 template <int RT, int NT> struct step_frags {
@@ -46,11 +47,17 @@ template <int EPI, int NT> __host__ __device__ constexpr int block_rows()
     return EPI == K_LINEAR_SILU_MUL ? TILE_ROWS : TILE_ROWS * row_tiles<EPI, NT>();
 }
 
-// Warps per block for a k of `steps` 32-wide steps: as many as keep U steps each, 4 to FK_LINEAR_MAX_WARPS.
-int warps_for(int steps)
+// k-steps per batch of loads: two batches of fragments stay within the registers 16 warps a block allow.
+template <int EPI, int NT> __host__ __device__ constexpr int batch_steps()
+{
+    return row_tiles<EPI, NT>() == 1 && NT == 1 ? U_MAX : U_MAX / 2;
+}
+
+// Warps per block for a k of `steps` 32-wide steps: as many as keep a batch each, 4 to FK_LINEAR_MAX_WARPS.
+int warps_for(int steps, int batch)
 {
     int w = FK_LINEAR_MAX_WARPS;
-    while (w > 4 && steps < U * w)
+    while (w > 4 && steps < batch * w)
         w /= 2;
     return w;
 }
@@ -62,7 +69,7 @@ __global__ void __launch_bounds__(32 * WARPS) linear_small_kernel(__half *__rest
                                                                  int steps_per_split, float *__restrict__ partials,
                                                                  unsigned *__restrict__ counters)
 {
-    constexpr int RT = row_tiles<EPI, NT>(), THREADS = 32 * WARPS;
+    constexpr int RT = row_tiles<EPI, NT>(), THREADS = 32 * WARPS, U = batch_steps<EPI, NT>();
     constexpr int FRAG = NT * 4 * 32;               // accumulator floats of one row tile in a warp
     constexpr int PER = (FRAG + THREADS - 1) / THREADS; // of those, per thread in the epilogue
     __shared__ float red[WARPS][RT][FRAG];
@@ -106,16 +113,7 @@ __global__ void __launch_bounds__(32 * WARPS) linear_small_kernel(__half *__rest
     };
 
     float acc[RT][NT][4] = {};
-    step_frags<RT, NT> f[U];
-    // Warp w takes steps s_begin + (i * WARPS + w) * U .. + U - 1 for i = 0, 1, ...: U * 64 contiguous bytes per row.
-    const int first = s_begin + warp * U, stride = WARPS * U;
-    load_w(f, first); // weights do not depend on the previous kernel: stream them while it finishes
-    pdl_wait();
-    pdl_launch_dependents();
-    for (int s0 = first; s0 < s_end; s0 += stride) {
-        if (s0 != first)
-            load_w(f, s0);
-        load_x(f, s0);
+    auto mma_batch = [&](const step_frags<RT, NT>(&f)[U]) {
 #pragma unroll
         for (int u = 0; u < U; u++)
 #pragma unroll
@@ -131,6 +129,23 @@ __global__ void __launch_bounds__(32 * WARPS) linear_small_kernel(__half *__rest
                         const uint32_t b[2] = {xv[2 * j], xv[2 * j + 1]};
                         mma_16816(acc[rt][nt], a, b);
                     }
+    };
+    // Warp w takes the batches starting at s_begin + (i * WARPS + w) * U for i = 0, 1, ... (U * 64 contiguous bytes
+    // per row each), two in flight: f0 holds the even ones, f1 the odd.
+    step_frags<RT, NT> f0[U], f1[U];
+    const int first = s_begin + warp * U, stride = WARPS * U;
+    load_w(f0, first); // weights do not depend on the previous kernel: stream them while it finishes
+    pdl_wait();
+    pdl_launch_dependents();
+    for (int s0 = first; s0 < s_end; s0 += 2 * stride) {
+        load_w(f1, s0 + stride);
+        load_x(f0, s0);
+        mma_batch(f0);
+        if (s0 + stride >= s_end)
+            break;
+        load_w(f0, s0 + 2 * stride);
+        load_x(f1, s0 + stride);
+        mma_batch(f1);
     }
 
     // The block's warps meet: red[warp][rt][(nt * 4 + e) * 32 + lane].
@@ -234,7 +249,7 @@ template <int NT, int EPI>
 cudaError_t launch_warps(__half *y, const __half *x, const __half *w, const __half *bias, int m, int k, int n,
                          int splits, float *partials, unsigned *counters, cudaStream_t stream)
 {
-    switch (warps_for((k + STEP - 1) / STEP)) {
+    switch (warps_for((k + STEP - 1) / STEP, batch_steps<EPI, NT>())) {
     case 4: return launch<4, NT, EPI>(y, x, w, bias, m, k, n, splits, partials, counters, stream);
     case 8: return launch<8, NT, EPI>(y, x, w, bias, m, k, n, splits, partials, counters, stream);
     default: return launch<FK_LINEAR_MAX_WARPS, NT, EPI>(y, x, w, bias, m, k, n, splits, partials, counters, stream);
@@ -255,11 +270,12 @@ extern "C" int k_linear_small_splits(int m, int k, int n, int epilogue, int n_sm
 {
     const int nt = m <= TOKEN_TILE ? 1 : 2, rt = epilogue == K_LINEAR_SILU_MUL || nt == 2 ? 2 : 1;
     const int rows = epilogue == K_LINEAR_SILU_MUL ? TILE_ROWS : TILE_ROWS * rt;
-    const int tiles = (n + rows - 1) / rows, n_steps = (k + STEP - 1) / STEP, warps = warps_for(n_steps);
-    // More blocks along k only when the rows give too few warps, each warp keeping at least U steps, and within
-    // what the partials buffer holds.
+    const int batch = rt == 1 && nt == 1 ? U_MAX : U_MAX / 2;
+    const int tiles = (n + rows - 1) / rows, n_steps = (k + STEP - 1) / STEP, warps = warps_for(n_steps, batch);
+    // More blocks along k only when the rows give too few warps, each warp keeping at least a batch of steps, and
+    // within what the partials buffer holds.
     int splits = (FK_LINEAR_WARPS_PER_SM * n_sms + tiles * warps - 1) / (tiles * warps);
-    const int by_work = n_steps / (U * warps);
+    const int by_work = n_steps / (batch * warps);
     splits = splits < by_work ? splits : by_work;
     const size_t per_split = (size_t)tiles * rt * nt * 4 * 32; // floats
     const int by_space = (int)(K_LINEAR_SMALL_PARTIAL_FLOATS / per_split);
