@@ -22,31 +22,44 @@ namespace {
 
 constexpr int BQ = 128, BK = 128, STAGES = 3, THREADS = 384; // warpgroup 0 produces, 1 and 2 consume
 
-// Shared memory, from a 1024-byte aligned base: Q [BQ][D], STAGES x (K [BK][D], V [BK][D]), all swizzled; then the
-// mbarriers: full[STAGES] (the producer's 128 threads arrive when a stage's data has landed) and empty[STAGES] (the
-// consumers' 256 threads arrive when done with it).
+// Shared memory, from a 1024-byte aligned base: Q [BQ][D], STAGES x (K [BK][D], V [BK][D]), all swizzled; each
+// stage's key places in the cache (STAGES x BK, in 16-byte units; ~0 past the end); then the mbarriers: full[STAGES] (the
+// producer's 128 threads arrive when a stage's data has landed) and empty[STAGES] (the consumers' 256 threads arrive
+// when done with it).
 template <int D> struct hopper_layout {
     static constexpr uint32_t TILE = BK * D * 2; // bytes of one K or V tile
     static constexpr uint32_t K0 = BQ * D * 2;   // Q at 0
-    static constexpr uint32_t BARRIERS = K0 + STAGES * 2 * TILE;
+    static constexpr uint32_t OFFSETS = K0 + STAGES * 2 * TILE;
+    static constexpr uint32_t BARRIERS = OFFSETS + STAGES * BK * 4;
     static constexpr uint32_t bytes = BARRIERS + 2 * STAGES * 8 + 1024; // + the alignment slack
 };
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-// Producer thread p (0 .. 127) copies key k0 + p of the tile (zeros from kv_end on) into stage slots sk, sv.
+constexpr int PRODUCER_BARRIER = 3; // named barrier of the producer warpgroup (1 and 2 are the consumers' turns)
+
+// The producer's 128 threads copy one K/V tile into stage slots sk, sv: first each looks up one key's place in the
+// cache (places[r], in 16-byte units: caches up to 32 GiB), then they copy 16-byte chunks so that a warp's 32 lanes
+// take consecutive chunks of the same rows (whole 32-byte sectors per instruction).
 template <int D>
-__device__ __forceinline__ void load_key(const k_attn_args &a, const int32_t *blocks, int kvh, int key, int kv_end,
-                                         uint32_t sk, uint32_t sv, int r)
+__device__ __forceinline__ void load_tile(const k_attn_args &a, const int32_t *blocks, int kvh, int k0, int kv_end,
+                                          uint32_t sk, uint32_t sv, uint32_t *places, int tid)
 {
-    const bool ok = key < kv_end;
-    size_t at = 0;
-    if (ok)
-        at = (((size_t)blocks[key / a.block_size] * a.n_kv_heads + kvh) * a.block_size + key % a.block_size) * D;
-#pragma unroll
-    for (int j = 0; j < D / 8; j++) {
+    constexpr int CHUNKS = D / 8;
+    constexpr uint32_t NONE = ~0u;
+    const int key = k0 + tid;
+    places[tid] = key < kv_end ? (uint32_t)((((size_t)blocks[key / a.block_size] * a.n_kv_heads + kvh) * a.block_size +
+                                             key % a.block_size) * CHUNKS)
+                               : NONE;
+    named_barrier_sync(PRODUCER_BARRIER, 128);
+    const uint4 *k = (const uint4 *)a.k_cache, *v = (const uint4 *)a.v_cache;
+#pragma unroll 4
+    for (int i = tid; i < BK * CHUNKS; i += 128) {
+        const int r = i / CHUNKS, j = i % CHUNKS;
+        const uint32_t at = places[r];
         const uint32_t off = swizzled_offset(BK, r, j);
-        copy16_async_or_zero(sk + off, (const __half *)a.k_cache + at + j * 8, ok);
-        copy16_async_or_zero(sv + off, (const __half *)a.v_cache + at + j * 8, ok);
+        const size_t chunk = at == NONE ? 0 : (size_t)at + j;
+        copy16_async_or_zero(sk + off, k + chunk, at != NONE);
+        copy16_async_or_zero(sv + off, v + chunk, at != NONE);
     }
 }
 
@@ -99,17 +112,19 @@ __device__ __forceinline__ void consume(const k_attn_args &a, uint32_t base, uin
 
         // The causal mask where some row of this warp sees only part of the tile, then the online softmax on the raw
         // scores: the scale (log2 units) is folded into the exponent's multiply-add, m is kept scaled.
-        const bool masked = k0 + BK - 1 > warp_pos;
+        if (k0 + BK - 1 > warp_pos)
+#pragma unroll
+            for (int j = 0; j < BK / 8; j++)
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    if (k0 + j * 8 + 2 * t + (e & 1) > warp_pos + g + (e >> 1) * 8) // key after the query
+                        s[4 * j + e] = -INFINITY;
         float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
         for (int j = 0; j < BK / 8; j++)
 #pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const int key = k0 + j * 8 + 2 * t + (e & 1), pos = warp_pos + g + (e >> 1) * 8;
-                if (masked && key > pos)
-                    s[4 * j + e] = -INFINITY;
+            for (int e = 0; e < 4; e++)
                 mx[e >> 1] = fmaxf(mx[e >> 1], s[4 * j + e]);
-            }
         float corr[2], shift[2];
 #pragma unroll
         for (int r = 0; r < 2; r++) {
@@ -207,16 +222,18 @@ __global__ void __launch_bounds__(THREADS, 1) attention_prefill_hopper_kernel(k_
         regs_release<56>();
         const int32_t *blocks = a.block_tables + (size_t)seq * a.max_blocks;
         const size_t qkv_row = (size_t)(a.n_heads + 2 * a.n_kv_heads) * D;
-        const bool q_ok = tid < rows;
-        const __half *q = (const __half *)a.qkv + (q_ok ? (tok0 + q0 + tid) * qkv_row + (size_t)h * D : 0);
-#pragma unroll
-        for (int j = 0; j < D / 8; j++)
-            copy16_async_or_zero(base + swizzled_offset(BQ, tid, j), q + j * 8, q_ok);
+        for (int i = tid; i < BQ * (D / 8); i += 128) { // Q, whole sectors per warp as load_tile does
+            const int r = i / (D / 8), j = i % (D / 8);
+            const bool ok = r < rows;
+            const __half *q = (const __half *)a.qkv + (ok ? (tok0 + q0 + r) * qkv_row + (size_t)h * D + j * 8 : 0);
+            copy16_async_or_zero(base + swizzled_offset(BQ, r, j), q, ok);
+        }
+        uint32_t *places = reinterpret_cast<uint32_t *>(smem_raw + (base - smem_addr(smem_raw)) + L::OFFSETS);
         for (int t = 0; t < n_tiles; t++) {
             const int s = t % STAGES;
             if (t >= STAGES)
                 mbarrier_wait(empty + 8 * s, (t / STAGES - 1) & 1); // the consumers are done with tile t - STAGES
-            load_key<D>(a, blocks, kvh, t * BK + tid, kv_end, stage_k(s), stage_k(s) + L::TILE, tid);
+            load_tile<D>(a, blocks, kvh, t * BK, kv_end, stage_k(s), stage_k(s) + L::TILE, places + s * BK, tid);
             cp_async_commit();
             if (t > 0) { // tile t - 1 (and Q) landed: all but the newest group are done
                 cp_async_wait<1>();

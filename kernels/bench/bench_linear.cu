@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 
 #include <cublas_v2.h>
@@ -160,7 +161,12 @@ int main(int argc, char **argv)
     if (!*variant)
         printf("%-14s %-20s %6s %6s %3s | %9s %8s %6s | %9s %8s %6s | %s\n", "model", "layer", "k", "n", "m", "ours us",
                "GB/s", "%copy", "cuBLAS us", "GB/s", "%copy", "speedup");
+    const char *only = getenv("FK_BENCH_ONLY"); // "model layer" substring: one shape (as for a profiler run)
     for (const shape &sh : shapes) {
+        char name[96];
+        snprintf(name, sizeof name, "%s %s", sh.model, sh.layer);
+        if (only && !strstr(name, only))
+            continue;
         const int rows = sh.epilogue == K_LINEAR_SILU_MUL ? 2 * sh.n : sh.n;
         const size_t w_elems = (size_t)rows * sh.k;
         const int copies = std::max(2, (int)(256e6 / (w_elems * 2.0)) + 1);
