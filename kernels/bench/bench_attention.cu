@@ -7,7 +7,8 @@
 //     heads d64, with each kernel the device has (the Hopper wgmma kernel's 128-query tiles, mma.sync's 64),
 //     tiles heaviest first as the backend orders them.
 // PyTorch SDPA (flash, cuDNN) on the same shapes is measured by bench/peers.py in the same script run
-// (tests/gpu/run-on-device.sh). Timing: CUDA events, 5 warm-ups, median of 20; decode inputs rotated among copies
+// (tests/gpu/run-on-device.sh). Timing: CUDA events, 5 warm-ups and the median of 20 (decode: 10 and 50); decode
+// inputs rotated among copies
 // that together exceed the L2 cache. Build-time variants of the decode kernel (FK_DECODE_STAGES, FK_DECODE_WARPS)
 // are this program compiled with the kernel's source and other values (kernels/bench/meson.build).
 #include <algorithm>
@@ -149,7 +150,8 @@ static void bench_decode(const char *variant, int S, int ctx, int H, int Hkv, in
     CHECK(cudaMalloc(&scratch, k_attention_decode_scratch_bytes(S, H, Hkv, D, n_sms)));
     auto time_splits = [&](int n_splits) {
         const int split_len = (ctx + n_splits - 1) / n_splits;
-        return median_ms([&](int i) { CHECK(k_attention_decode(&p[i % copies].a, split_len, n_splits, scratch, 0)); });
+        auto run = [&](int i) { CHECK(k_attention_decode(&p[i % copies].a, split_len, n_splits, scratch, 0)); };
+        return median_ms(run, 10, 50);
     };
     const int n_splits = k_attention_decode_splits(S, Hkv, ctx, n_sms);
     const float ms = time_splits(n_splits);
