@@ -395,7 +395,8 @@ static void cuda_graph_destroy(backend *b, void *graph)
     cudaGraphExecDestroy((cudaGraphExec_t)graph);
 }
 
-/* Events recorded as graph nodes too (cudaEventRecordExternal), so a replayed decode pass is timed like an eager one. */
+/* Events recorded as graph nodes too while a pass is captured (cudaEventRecordExternal, valid only then), so a
+ * replayed decode pass is timed like an eager one. */
 static fk_status cuda_prof_mark(backend *b, int i, fk_error *err)
 {
     cuda_backend *cb = cb_of(b);
@@ -407,7 +408,12 @@ static fk_status cuda_prof_mark(backend *b, int i, fk_error *err)
         for (int k = 0; k < PROF_MARKS; k++)
             CUDA_OK(cudaEventCreate(&cb->marks[k]), "cudaEventCreate");
     }
-    CUDA_OK(cudaEventRecordWithFlags(cb->marks[i], cb->stream, cudaEventRecordExternal), "cudaEventRecord");
+    cudaStreamCaptureStatus capturing;
+    CUDA_OK(cudaStreamIsCapturing(cb->stream, &capturing), "cudaStreamIsCapturing");
+    if (capturing == cudaStreamCaptureStatusActive)
+        CUDA_OK(cudaEventRecordWithFlags(cb->marks[i], cb->stream, cudaEventRecordExternal), "cudaEventRecordWithFlags");
+    else
+        CUDA_OK(cudaEventRecord(cb->marks[i], cb->stream), "cudaEventRecord");
     return FK_OK;
 }
 
