@@ -408,7 +408,7 @@ static fk_status cuda_prof_mark(backend *b, int i, fk_error *err)
         for (int k = 0; k < PROF_MARKS; k++)
             CUDA_OK(cudaEventCreate(&cb->marks[k]), "cudaEventCreate");
     }
-    cudaStreamCaptureStatus capturing;
+    enum cudaStreamCaptureStatus capturing;
     CUDA_OK(cudaStreamIsCapturing(cb->stream, &capturing), "cudaStreamIsCapturing");
     if (capturing == cudaStreamCaptureStatusActive)
         CUDA_OK(cudaEventRecordWithFlags(cb->marks[i], cb->stream, cudaEventRecordExternal), "cudaEventRecordWithFlags");
