@@ -244,14 +244,15 @@ static fk_status cuda_rope_store_kv(backend *b, void *qkv, const int32_t *positi
                     "rope_store_kv", err);
 }
 
-/* Decode partials or the prefill tile list, never both in one call: both start at the scratch's beginning. */
+/* The decode kernel's partials for up to max_seqs sequences, then the prefill tile list: a step that mixes decodes
+ * with prefill chunks uses both. */
 static size_t cuda_attention_scratch_bytes(const backend *b, int max_tokens, int max_seqs, int n_heads, int n_kv_heads,
                                            int head_dim)
 {
     const cuda_backend *cb = (const cuda_backend *)b;
     const size_t decode = k_attention_decode_scratch_bytes(max_seqs, n_heads, n_kv_heads, head_dim, cb->n_sms);
     const size_t tiles = ((size_t)max_tokens / cb->prefill_tile_rows + (size_t)max_seqs) * 2 * sizeof(int32_t);
-    return decode > tiles ? decode : tiles;
+    return (decode + 15) / 16 * 16 + tiles;
 }
 
 /* Heavier first: a tile's work grows with the position of its first query. */
@@ -260,6 +261,56 @@ static int heavier_first(const void *x, const void *y)
     return ((const prefill_tile *)y)->position - ((const prefill_tile *)x)->position;
 }
 
+/* The decode kernel on sequences 0 .. n_seqs - 1 (one query each) of args, planned for contexts up to max_context. */
+static fk_status decode_attention(cuda_backend *cb, const k_attn_args *args, int n_seqs, int max_context,
+                                  void *scratch, fk_error *err)
+{
+    k_attn_args a = *args;
+    a.n_seqs = n_seqs;
+    const int n_splits = k_attention_decode_splits(n_seqs, a.n_kv_heads, max_context, cb->n_sms);
+    const int split_len = (max_context + n_splits - 1) / n_splits;
+    return launched(k_attention_decode(&a, split_len, n_splits, scratch, cb->stream), "attention_decode", err);
+}
+
+/* The prefill kernel on the tiles of sequences first .. n_seqs - 1, listed heaviest first in device memory at
+ * dev_tiles. */
+static fk_status prefill_attention(cuda_backend *cb, const k_attn_args *args, const attn_batch *ab, int first,
+                                   int32_t *dev_tiles, fk_error *err)
+{
+    const int rows = cb->prefill_tile_rows;
+    int n_tiles = 0;
+    for (int s = first; s < ab->n_seqs; s++)
+        n_tiles += (ab->query_start_host[s + 1] - ab->query_start_host[s] + rows - 1) / rows;
+    if (n_tiles > cb->tiles_cap) {
+        prefill_tile *tiles = realloc(cb->tiles, (size_t)n_tiles * sizeof *tiles);
+        if (tiles)
+            cb->tiles = tiles;
+        int32_t *pairs = realloc(cb->tile_pairs, (size_t)n_tiles * 2 * sizeof *pairs);
+        if (pairs)
+            cb->tile_pairs = pairs;
+        if (!tiles || !pairs)
+            return fk_error_set(err, FK_ERR_OUT_OF_MEMORY, "cuda attention: tile list of %d", n_tiles);
+        cb->tiles_cap = n_tiles;
+    }
+    /* Heaviest tiles (furthest into their context) first, so the causal tail does not straggle. */
+    int t = 0;
+    for (int s = first; s < ab->n_seqs; s++) {
+        const int nq = ab->query_start_host[s + 1] - ab->query_start_host[s];
+        for (int q0 = 0; q0 < nq; q0 += rows)
+            cb->tiles[t++] = (prefill_tile){.seq = s, .q0 = q0, .position = ab->context_len_host[s] - nq + q0};
+    }
+    qsort(cb->tiles, (size_t)n_tiles, sizeof *cb->tiles, heavier_first);
+    for (t = 0; t < n_tiles; t++)
+        cb->tile_pairs[2 * t] = cb->tiles[t].seq, cb->tile_pairs[2 * t + 1] = cb->tiles[t].q0;
+    fk_status s = cuda_upload(&cb->base, dev_tiles, cb->tile_pairs, (size_t)n_tiles * 2 * sizeof(int32_t), err);
+    if (s)
+        return s;
+    return launched(k_attention_prefill(args, dev_tiles, n_tiles, rows, cb->stream), "attention_prefill", err);
+}
+
+/* Sequences with one query (decodes, and one-token chunks, which are the same computation) go to the decode kernel
+ * when they lead the batch, as the scheduler puts them; the rest to the prefill kernel, whose tiles would otherwise
+ * spend a whole tile on each of them. */
 static fk_status cuda_attention(backend *b, void *out, const void *qkv, const kv_pool *kv, const attn_batch *ab,
                                 int n_heads, float scale, fk_error *err)
 {
@@ -278,46 +329,26 @@ static fk_status cuda_attention(backend *b, void *out, const void *qkv, const kv
                               .head_dim = kv->head_dim,
                               .block_size = kv->block_size,
                               .scale = scale};
-    const int G = n_heads / kv->n_kv_heads;
     if (kv->head_dim != 64 && kv->head_dim != 128)
         return fk_error_set(err, FK_ERR_UNSUPPORTED, "cuda attention: head_dim %d (supported: 64, 128)", kv->head_dim);
-    bool all_decode = ab->n_tokens == ab->n_seqs && G <= 16; /* the decode kernel's query heads fit one MMA tile */
-    if (all_decode) { /* from max_context alone, so that a graph replays the same launch */
-        const int n_splits = k_attention_decode_splits(ab->n_seqs, kv->n_kv_heads, ab->max_context, cb->n_sms);
-        const int split_len = (ab->max_context + n_splits - 1) / n_splits;
-        return launched(k_attention_decode(&args, split_len, n_splits, ab->scratch, cb->stream), "attention_decode",
-                        err);
+    int n_dec = 0; /* the leading sequences of one query; none where the query heads per KV head exceed one MMA tile */
+    while (n_heads / kv->n_kv_heads <= 16 && n_dec < ab->n_seqs &&
+           ab->query_start_host[n_dec + 1] - ab->query_start_host[n_dec] == 1)
+        n_dec++;
+    if (n_dec == ab->n_seqs) /* planned from max_context alone, so that a graph replays the same launch */
+        return decode_attention(cb, &args, n_dec, ab->max_context, ab->scratch, err);
+    size_t tiles_at = 0;
+    if (n_dec > 0) {
+        int max_context = 0;
+        for (int s = 0; s < n_dec; s++)
+            max_context = ab->context_len_host[s] > max_context ? ab->context_len_host[s] : max_context;
+        fk_status s = decode_attention(cb, &args, n_dec, max_context, ab->scratch, err);
+        if (s)
+            return s;
+        tiles_at = (k_attention_decode_scratch_bytes(n_dec, n_heads, kv->n_kv_heads, kv->head_dim, cb->n_sms) + 15) /
+                   16 * 16;
     }
-    const int rows = cb->prefill_tile_rows;
-    int n_tiles = 0;
-    for (int s = 0; s < ab->n_seqs; s++)
-        n_tiles += (ab->query_start_host[s + 1] - ab->query_start_host[s] + rows - 1) / rows;
-    if (n_tiles > cb->tiles_cap) {
-        prefill_tile *tiles = realloc(cb->tiles, (size_t)n_tiles * sizeof *tiles);
-        if (tiles)
-            cb->tiles = tiles;
-        int32_t *pairs = realloc(cb->tile_pairs, (size_t)n_tiles * 2 * sizeof *pairs);
-        if (pairs)
-            cb->tile_pairs = pairs;
-        if (!tiles || !pairs)
-            return fk_error_set(err, FK_ERR_OUT_OF_MEMORY, "cuda attention: tile list of %d", n_tiles);
-        cb->tiles_cap = n_tiles;
-    }
-    /* Heaviest tiles (furthest into their context) first, so the causal tail does not straggle. */
-    int t = 0;
-    for (int s = 0; s < ab->n_seqs; s++) {
-        const int nq = ab->query_start_host[s + 1] - ab->query_start_host[s];
-        for (int q0 = 0; q0 < nq; q0 += rows)
-            cb->tiles[t++] = (prefill_tile){.seq = s, .q0 = q0, .position = ab->context_len_host[s] - nq + q0};
-    }
-    qsort(cb->tiles, (size_t)n_tiles, sizeof *cb->tiles, heavier_first);
-    for (t = 0; t < n_tiles; t++)
-        cb->tile_pairs[2 * t] = cb->tiles[t].seq, cb->tile_pairs[2 * t + 1] = cb->tiles[t].q0;
-    int32_t *dev_tiles = ab->scratch;
-    fk_status s = cuda_upload(b, dev_tiles, cb->tile_pairs, (size_t)n_tiles * 2 * sizeof(int32_t), err);
-    if (s)
-        return s;
-    return launched(k_attention_prefill(&args, dev_tiles, n_tiles, rows, cb->stream), "attention_prefill", err);
+    return prefill_attention(cb, &args, ab, n_dec, (int32_t *)((char *)ab->scratch + tiles_at), err);
 }
 
 static fk_status cuda_linear_silu_mul(backend *b, void *out, void *scratch, const void *x, const void *w,

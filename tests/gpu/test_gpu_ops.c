@@ -506,6 +506,11 @@ static void test_attention_prefill(void **state)
         attention_case(2, nq, ctx, 8, 8, 64, 5, false);
         int nq2[3] = {129, 64, 300}, ctx2[3] = {1000, 191, 429}; /* chunks whose tiles straddle key tiles */
         attention_case(3, nq2, ctx2, 16, 4, 128, 16, true);
+        /* a mixed step: leading decodes (one with several splits) go to the decode kernel, the rest (a trailing
+         * one-query sequence too) to the prefill kernel */
+        int nq3[6] = {1, 1, 1, 40, 130, 1}, ctx3[6] = {50, 300, 3000, 95, 130, 17};
+        attention_case(6, nq3, ctx3, 16, 4, 128, 16, true);
+        attention_case(6, nq3, ctx3, 8, 8, 64, 16, true);
         gpu->ops->destroy(gpu);
     }
     gpu = shared;
