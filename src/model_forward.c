@@ -1,6 +1,6 @@
 /* model_forward.c — one forward pass: embed → N × (norm, qkv, rope + kv store, attention, o, norm, mlp) → norm →
- * logits, as calls into the backend ops table. Both architectures share it: they differ only in the norm
- * (RMSNorm / LayerNorm), position encoding (RoPE / learned) and MLP (SiLU-gated / GeLU). */
+ * logits, as calls into the backend ops table. The Llama block (Llama, Qwen2, Mistral) and GPT-2 share it: they
+ * differ only in the norm (RMSNorm / LayerNorm), position encoding (RoPE / learned) and MLP (SiLU-gated / GeLU). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,7 +111,7 @@ static fk_status add_norm(const fk_model *m, void *out, void *residual, const vo
 {
     backend *be = m->be;
     const model_config *c = &m->cfg;
-    if (c->arch == ARCH_LLAMA)
+    if (c->arch != ARCH_GPT2)
         return be->ops->add_rms_norm(be, out, residual, x, w, n, c->hidden_size, c->norm_eps, err);
     return be->ops->add_layer_norm(be, out, residual, x, w, bias, n, c->hidden_size, c->norm_eps, err);
 }
@@ -123,7 +123,7 @@ static fk_status mlp(const fk_model *m, forward_ws *ws, const layer_weights *l, 
     const model_config *c = &m->cfg;
     const int d = c->hidden_size, f = c->intermediate_size;
     fk_status s;
-    if (c->arch == ARCH_LLAMA) {
+    if (c->arch != ARCH_GPT2) {
         if ((s = be->ops->linear(be, ws->mlp_in, ws->normed, l->up_w, l->up_b, n, d, 2 * f, err)) ||
             (s = be->ops->silu_mul(be, ws->mlp_act, ws->mlp_in, n, f, err)))
             return s;
