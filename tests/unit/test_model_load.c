@@ -95,6 +95,16 @@ static fk_model *load(const ctx *c, fk_error *err)
     return m;
 }
 
+/* Loading succeeds (else the test fails with the message). */
+static fk_model *must_load(const ctx *c)
+{
+    fk_error err = {0};
+    fk_model *m = load(c, &err);
+    if (!m)
+        fail_msg("%s", err.message);
+    return m;
+}
+
 /* Loading fails with status and a message containing both needles (the file, the problem). */
 static void expect_error(const ctx *c, fk_status status, const char *file_needle, const char *needle)
 {
@@ -108,10 +118,7 @@ static void expect_error(const ctx *c, fk_status status, const char *file_needle
 static void test_loads_and_describes(void **state)
 {
     ctx *c = *state;
-    fk_error err = {0};
-    fk_model *m = load(c, &err);
-    if (!m)
-        fail_msg("%s", err.message);
+    fk_model *m = must_load(c);
     fk_model_info info = fk_model_get_info(m);
     assert_string_equal(info.architecture, "LlamaForCausalLM");
     assert_string_equal(info.device, "cpu");
@@ -131,10 +138,7 @@ static void test_generation_config_eos_overrides(void **state)
     ctx *c = *state;
     const char *gen = "{\"eos_token_id\": [7, 9], \"do_sample\": true}";
     tu_write_file(file_in(c, "generation_config.json"), gen, strlen(gen));
-    fk_error err = {0};
-    fk_model *m = load(c, &err);
-    if (!m)
-        fail_msg("%s", err.message);
+    fk_model *m = must_load(c);
     fk_model_info info = fk_model_get_info(m);
     assert_int_equal(info.n_eos, 2);
     assert_int_equal(info.eos_ids[0], 7);
@@ -239,10 +243,7 @@ static void test_unsupported_rope_parameters(void **state)
 static void test_qwen2_loads_and_describes(void **state)
 {
     ctx *c = *state;
-    fk_error err = {0};
-    fk_model *m = load(c, &err);
-    if (!m)
-        fail_msg("%s", err.message);
+    fk_model *m = must_load(c);
     fk_model_info info = fk_model_get_info(m);
     assert_string_equal(info.architecture, "Qwen2ForCausalLM");
     assert_int_equal(info.n_heads, 2);
@@ -253,9 +254,7 @@ static void test_qwen2_loads_and_describes(void **state)
     /* Without an architectures list, model_type names it. */
     cJSON_DeleteItemFromObject(c->config, "architectures");
     save(c);
-    m = load(c, &err);
-    if (!m)
-        fail_msg("%s", err.message);
+    m = must_load(c);
     assert_string_equal(fk_model_get_info(m).architecture, "Qwen2ForCausalLM");
     fk_model_free(m);
 }
@@ -276,10 +275,7 @@ static void test_qwen2_sliding_window_refused(void **state)
     expect_error(c, FK_ERR_FORMAT, "config.json", "\"layer_types\" must be an array of 2 strings");
     const char *full[2] = {"full_attention", "full_attention"};
     set_field(c, "layer_types", cJSON_CreateStringArray(full, 2));
-    fk_error err = {0};
-    fk_model *m = load(c, &err);
-    if (!m)
-        fail_msg("%s", err.message);
+    fk_model *m = must_load(c);
     fk_model_free(m);
 }
 
@@ -305,10 +301,7 @@ static void test_qwen2_missing_bias(void **state)
 static void test_mistral_sliding_window(void **state)
 {
     ctx *c = *state;
-    fk_error err = {0};
-    fk_model *m = load(c, &err);
-    if (!m)
-        fail_msg("%s", err.message);
+    fk_model *m = must_load(c);
     fk_model_info info = fk_model_get_info(m);
     assert_string_equal(info.architecture, "MistralForCausalLM");
     assert_int_equal(info.head_dim, 64);
@@ -317,9 +310,9 @@ static void test_mistral_sliding_window(void **state)
     fk_model_free(m);
 
     set_field(c, "sliding_window", cJSON_CreateNumber(512));
-    if (!(m = load(c, &err)))
-        fail_msg("%s", err.message);
+    m = must_load(c);
     assert_int_equal(fk_model_get_info(m).max_context, 512);
+    fk_error err = {0};
     fk_engine_params ep = fk_engine_params_default();
     ep.max_model_len = 1024;
     fk_engine *e = NULL;
@@ -339,8 +332,7 @@ static void test_mistral_sliding_window(void **state)
 
     cJSON_DeleteItemFromObject(c->config, "sliding_window");
     save(c);
-    if (!(m = load(c, &err)))
-        fail_msg("%s", err.message);
+    m = must_load(c);
     assert_int_equal(fk_model_get_info(m).max_context, 4096);
     fk_model_free(m);
 }
@@ -452,10 +444,8 @@ static void test_bad_params(void **state)
 static void test_bad_prompts(void **state)
 {
     ctx *c = *state;
+    fk_model *m = must_load(c);
     fk_error err = {0};
-    fk_model *m = load(c, &err);
-    if (!m)
-        fail_msg("%s", err.message);
     float *logits = malloc(4096 * sizeof(float));
     int32_t bad[2] = {5, 4096}, neg[1] = {-1}, ok[1] = {5};
     assert_int_equal(fk_model_logits(m, bad, 2, false, logits, &err), FK_ERR_INVALID_ARGUMENT);
