@@ -8,9 +8,11 @@ set -eu
 # server's smoke tests. g++: nvcc's host compiler. python3-yaml, shellcheck, systemd (systemd-analyze), nginx, tini:
 # the deploy tests (tests/deploy: the manifests' checks, nginx in front of two servers, the image's entrypoint);
 # git: the Dockerfile check lists the tracked files (git ls-files) to compare them with the build context.
+# unicode-data, bzip2: the Unicode Character Database, whose NormalizationTest.txt.bz2 checks the NFC normalizer
+# (tests/unit/test_unicode_nfc.c) and from which tools/gen_unicode_nfc.py made its tables.
 PACKAGES="git gcc g++ libc6-dev pkg-config meson ninja-build libcjson-dev libcmocka-dev libpcre2-dev clang
 libclang-rt-14-dev libomp-dev libmicrohttpd-dev curl jq prometheus python3-venv
-python3-yaml shellcheck systemd nginx tini"
+python3-yaml shellcheck systemd nginx tini unicode-data bzip2"
 
 set --
 for p in $PACKAGES; do

@@ -52,6 +52,14 @@ def kv_bytes_per_token(config, value_bytes):
     return 2 * layers * kv_heads * head_dim * value_bytes, (layers, kv_heads, head_dim)
 
 
+def context_length(config):
+    """The longest context the server serves: max_position_embeddings (n_positions for GPT-2), or a Mistral model's
+    sliding window when smaller (the attention has no window mask; MistralConfig's default window is 4096)."""
+    context = config.get("max_position_embeddings", config.get("n_positions"))
+    window = config.get("sliding_window", 4096) if config.get("model_type") == "mistral" else None
+    return min(context, window) if context and window else context or window
+
+
 def main(argv):
     ap = argparse.ArgumentParser(usage=__doc__.split("\n\n")[1])
     ap.add_argument("model_dir")
@@ -71,7 +79,7 @@ def main(argv):
     per_token, (layers, kv_heads, head_dim) = kv_bytes_per_token(config, a.kv_bytes)
     block = per_token * a.block_size
     budget = a.utilization * a.gpu_gib * GIB - a.overhead_gib * GIB
-    context = config.get("max_position_embeddings", config.get("n_positions"))
+    context = context_length(config)
     rows = []
     for n in (int(x) for x in a.seqs.split(",")):
         for length in (int(x) for x in a.lengths.split(",")):
@@ -81,7 +89,7 @@ def main(argv):
             rows.append({"seqs": n, "length": length, "kv_bytes": kv, "fits": weights + kv <= budget})
     plan = {"weights_bytes": weights, "kv_bytes_per_token": per_token, "block_bytes": block,
             "budget_bytes": budget, "kv_tokens_max": int((budget - weights) // block) * a.block_size,
-            "layers": layers, "kv_heads": kv_heads, "head_dim": head_dim, "rows": rows}
+            "layers": layers, "kv_heads": kv_heads, "head_dim": head_dim, "context": context, "rows": rows}
     if a.json:
         print(json.dumps(plan))
         return 0

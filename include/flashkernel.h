@@ -72,7 +72,8 @@ void fk_model_free(fk_model *model);
 #define FK_MAX_EOS_IDS 8
 
 typedef struct fk_model_info {
-    const char *architecture; /* "LlamaForCausalLM" or "GPT2LMHeadModel"; owned by the model */
+    const char *architecture; /* config.json's: "LlamaForCausalLM", "Qwen2ForCausalLM", "MistralForCausalLM" or
+                                 "GPT2LMHeadModel"; owned by the model */
     const char *device;       /* backend name: "cpu" or "cuda" */
     int vocab_size;
     int n_layers;
@@ -80,7 +81,8 @@ typedef struct fk_model_info {
     int n_heads;
     int n_kv_heads;
     int head_dim;
-    int max_context;          /* max_position_embeddings (Llama) or n_positions (GPT-2) */
+    int max_context;          /* max_position_embeddings (n_positions for GPT-2), or Mistral's sliding_window
+                                 where that is smaller (attention has no window mask) */
     int bos_id;               /* -1 when the model has none */
     int n_eos;                /* number of valid entries in eos_ids */
     int32_t eos_ids[FK_MAX_EOS_IDS];

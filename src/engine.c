@@ -83,6 +83,11 @@ static fk_status resolve_params(const fk_model *m, fk_engine_params *p, fk_error
     if (p->max_num_batched_tokens < 1 || p->max_num_batched_tokens > (1 << 20))
         return fk_error_set(err, FK_ERR_INVALID_ARGUMENT, "max_num_batched_tokens must be in [1, 1048576], got %d",
                             p->max_num_batched_tokens);
+    if (c->sliding_window && p->max_model_len > c->sliding_window)
+        return fk_error_set(err, FK_ERR_INVALID_ARGUMENT,
+                            "max_model_len %d exceeds the model's sliding_window %d: FlashKernel's attention has no "
+                            "sliding-window mask, so it serves such a model up to its window (max_model_len <= %d)",
+                            p->max_model_len, c->sliding_window, c->sliding_window);
     if (p->max_model_len < 0 || p->max_model_len > c->max_context)
         return fk_error_set(err, FK_ERR_INVALID_ARGUMENT, "max_model_len must be in [0, %d] (0: the model's), got %d",
                             c->max_context, p->max_model_len);

@@ -127,8 +127,8 @@ fk_status fk_model_load(const char *dir, const fk_model_params *params, fk_model
         goto fail;
     if ((s = check_head_dim(m->be, m->cfg.head_dim, dir, err)))
         goto fail;
-    s = m->cfg.arch == ARCH_LLAMA ? model_llama_load(&m->cfg, st, m->be, &m->w, err)
-                                  : model_gpt2_load(&m->cfg, st, m->be, &m->w, err);
+    s = m->cfg.arch == ARCH_GPT2 ? model_gpt2_load(&m->cfg, st, m->be, &m->w, err)
+                                 : model_llama_load(&m->cfg, st, m->be, &m->w, err);
     if (s)
         goto fail;
     safetensors_close(st);
@@ -181,8 +181,11 @@ static fk_status check_prompt(const fk_model *m, const int32_t *ids, int n, int 
     if (!ids || n < 1)
         return fk_error_set(err, FK_ERR_INVALID_ARGUMENT, "prompt cannot be empty");
     if ((int64_t)n + extra > c->max_context)
-        return fk_error_set(err, FK_ERR_INVALID_ARGUMENT, "requested %d + %d tokens exceeds context length %d", n,
-                            extra, c->max_context);
+        return fk_error_set(err, FK_ERR_INVALID_ARGUMENT, "requested %d + %d tokens exceeds context length %d%s", n,
+                            extra, c->max_context,
+                            c->max_context == c->sliding_window ? " (the model's sliding_window: attention has no "
+                                                                  "window mask)"
+                                                                : "");
     for (int i = 0; i < n; i++)
         if (ids[i] < 0 || ids[i] >= c->vocab_size)
             return fk_error_set(err, FK_ERR_INVALID_ARGUMENT, "token id %d at position %d is out of vocabulary (%d)",

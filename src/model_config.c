@@ -1,5 +1,8 @@
-/* model_config.c — config.json (LlamaForCausalLM, GPT2LMHeadModel) and generation_config.json → model_config.
- * Absent fields take the Hugging Face class defaults; present ones are type- and range-checked. */
+/* model_config.c — config.json (LlamaForCausalLM, Qwen2ForCausalLM, MistralForCausalLM, GPT2LMHeadModel) and
+ * generation_config.json → model_config. Both layouts of config.json are read: the classic one (top-level
+ * rope_theta, rope_scaling) and transformers 5's (rope_parameters); dtype / torch_dtype are not needed (each tensor's
+ * dtype is in its safetensors header). Absent fields take the Hugging Face class defaults; present ones are type-
+ * and range-checked. */
 #include "model_config.h"
 
 #include <limits.h>
@@ -19,9 +22,24 @@
 #define MAX_HEADS 1024
 #define MAX_CONTEXT (1 << 24)
 
+/* config.json's architectures names (and model_type, for a config without the list). */
+static const struct {
+    const char *name, *model_type;
+    model_arch arch;
+} ARCHS[] = {
+    {"LlamaForCausalLM", "llama", ARCH_LLAMA},
+    {"Qwen2ForCausalLM", "qwen2", ARCH_QWEN2},
+    {"MistralForCausalLM", "mistral", ARCH_MISTRAL},
+    {"GPT2LMHeadModel", "gpt2", ARCH_GPT2},
+};
+#define N_ARCHS (sizeof ARCHS / sizeof ARCHS[0])
+
 const char *model_arch_name(model_arch arch)
 {
-    return arch == ARCH_LLAMA ? "LlamaForCausalLM" : "GPT2LMHeadModel";
+    for (size_t i = 0; i < N_ARCHS; i++)
+        if (ARCHS[i].arch == arch)
+            return ARCHS[i].name;
+    return "unknown";
 }
 
 /* Reads an int field with bounds into an int. */
@@ -47,21 +65,22 @@ static fk_status detect_arch(const cJSON *root, const char *file, model_arch *ar
         return fk_error_set(err, FK_ERR_FORMAT, "%s: \"architectures\" must be an array", file);
     }
     if (!name) { /* no architectures list: fall back to model_type */
-        const char *type = NULL;
-        fk_status s = json_get_string(root, "model_type", true, &type, file, err);
+        fk_status s = json_get_string(root, "model_type", true, &name, file, err);
         if (s)
             return fk_error_prefix(err, s, "no \"architectures\" list; ");
-        name = strcmp(type, "llama") == 0 ? "LlamaForCausalLM" : strcmp(type, "gpt2") == 0 ? "GPT2LMHeadModel" : type;
+        for (size_t i = 0; i < N_ARCHS; i++)
+            if (strcmp(name, ARCHS[i].model_type) == 0)
+                name = ARCHS[i].name;
     }
-    if (strcmp(name, "LlamaForCausalLM") == 0)
-        *arch = ARCH_LLAMA;
-    else if (strcmp(name, "GPT2LMHeadModel") == 0)
-        *arch = ARCH_GPT2;
-    else
-        return fk_error_set(err, FK_ERR_UNSUPPORTED,
-                            "%s: unsupported architecture \"%s\" (supported: LlamaForCausalLM, GPT2LMHeadModel)", file,
-                            name);
-    return FK_OK;
+    for (size_t i = 0; i < N_ARCHS; i++)
+        if (strcmp(name, ARCHS[i].name) == 0) {
+            *arch = ARCHS[i].arch;
+            return FK_OK;
+        }
+    return fk_error_set(err, FK_ERR_UNSUPPORTED,
+                        "%s: unsupported architecture \"%s\" (supported: LlamaForCausalLM, Qwen2ForCausalLM, "
+                        "MistralForCausalLM, GPT2LMHeadModel)",
+                        file, name);
 }
 
 /* rope_scaling (or rope_parameters, the newer spelling) → cfg->rope and its factors. */
@@ -115,21 +134,81 @@ static fk_status parse_rope(const cJSON *root, const char *file, model_config *c
     return FK_OK;
 }
 
-static fk_status parse_llama(const cJSON *root, const char *file, model_config *cfg, fk_error *err)
+/* The class defaults of LlamaConfig, Qwen2Config and MistralConfig (transformers) for absent fields. */
+static void llama_defaults(model_config *cfg)
 {
-    /* LlamaConfig defaults */
     cfg->vocab_size = 32000;
     cfg->hidden_size = 4096;
     cfg->intermediate_size = 11008;
     cfg->n_layers = 32;
     cfg->n_heads = 32;
-    cfg->n_kv_heads = 0;
-    cfg->head_dim = 0;
+    cfg->n_kv_heads = 0; /* = n_heads */
     cfg->max_context = 2048;
-    double eps = 1e-6;
     cfg->rope_theta = 10000.0;
-    cfg->tie_embeddings = false;
+    if (cfg->arch == ARCH_QWEN2) {
+        cfg->vocab_size = 151936;
+        cfg->intermediate_size = 22016;
+        cfg->n_kv_heads = 32;
+        cfg->max_context = 32768;
+        cfg->qkv_bias = true; /* Qwen2's q/k/v always have biases; its config has no switch for them */
+    } else if (cfg->arch == ARCH_MISTRAL) {
+        cfg->intermediate_size = 14336;
+        cfg->n_kv_heads = 8;
+        cfg->max_context = 131072;
+        cfg->sliding_window = 4096;
+    }
+}
+
+/* Sliding-window attention. FlashKernel's attention kernels have no window mask: Qwen2's use_sliding_window and
+ * any layer_types entry other than "full_attention" are refused; Mistral's sliding_window (null: none) bounds
+ * max_context instead, since within the window the mask changes nothing. */
+static fk_status parse_windows(const cJSON *root, const char *file, model_config *cfg, fk_error *err)
+{
+    fk_status s;
+    if (cfg->arch == ARCH_QWEN2) {
+        bool use = false;
+        if ((s = json_get_bool(root, "use_sliding_window", &use, file, err)))
+            return s;
+        if (use)
+            return fk_error_set(err, FK_ERR_UNSUPPORTED,
+                                "%s: \"use_sliding_window\" is true: sliding-window attention is not supported "
+                                "(FlashKernel's attention kernels have no window mask)",
+                                file);
+    }
+    if (cfg->arch == ARCH_MISTRAL) {
+        if (cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(root, "sliding_window")))
+            cfg->sliding_window = 0;
+        else if ((s = get_int(root, "sliding_window", false, 1, MAX_CONTEXT, &cfg->sliding_window, file, err)))
+            return s;
+        if (cfg->sliding_window && cfg->sliding_window < cfg->max_context)
+            cfg->max_context = cfg->sliding_window;
+    }
+    const cJSON *types = cJSON_GetObjectItemCaseSensitive(root, "layer_types");
+    if (!types || cJSON_IsNull(types))
+        return FK_OK;
+    if (!cJSON_IsArray(types) || cJSON_GetArraySize(types) != cfg->n_layers)
+        return fk_error_set(err, FK_ERR_FORMAT, "%s: \"layer_types\" must be an array of %d strings, one per layer",
+                            file, cfg->n_layers);
+    int i = 0;
+    for (const cJSON *t = types->child; t; t = t->next, i++) {
+        if (!cJSON_IsString(t))
+            return fk_error_set(err, FK_ERR_FORMAT, "%s: layer_types[%d] must be a string", file, i);
+        if (strcmp(t->valuestring, "full_attention") != 0)
+            return fk_error_set(err, FK_ERR_UNSUPPORTED,
+                                "%s: layer_types[%d] is \"%s\": only \"full_attention\" layers are supported "
+                                "(FlashKernel's attention kernels have no sliding-window mask)",
+                                file, i, t->valuestring);
+    }
+    return FK_OK;
+}
+
+/* LlamaForCausalLM, Qwen2ForCausalLM, MistralForCausalLM. */
+static fk_status parse_llama(const cJSON *root, const char *file, model_config *cfg, fk_error *err)
+{
+    llama_defaults(cfg);
+    double eps = 1e-6;
     const char *act = "silu";
+    bool attention_bias = false;
     fk_status s;
     if ((s = get_int(root, "vocab_size", false, 1, MAX_VOCAB, &cfg->vocab_size, file, err)) ||
         (s = get_int(root, "hidden_size", false, 1, MAX_DIM, &cfg->hidden_size, file, err)) ||
@@ -142,10 +221,14 @@ static fk_status parse_llama(const cJSON *root, const char *file, model_config *
         (s = json_get_double(root, "rms_norm_eps", false, 0, 1, &eps, file, err)) ||
         (s = json_get_double(root, "rope_theta", false, 1e-3, 1e12, &cfg->rope_theta, file, err)) ||
         (s = json_get_bool(root, "tie_word_embeddings", &cfg->tie_embeddings, file, err)) ||
-        (s = json_get_bool(root, "attention_bias", &cfg->attention_bias, file, err)) ||
-        (s = json_get_bool(root, "mlp_bias", &cfg->mlp_bias, file, err)) ||
         (s = json_get_string(root, "hidden_act", false, &act, file, err)) || (s = parse_rope(root, file, cfg, err)))
         return s;
+    if (cfg->arch == ARCH_LLAMA) { /* the others have no such switches */
+        if ((s = json_get_bool(root, "attention_bias", &attention_bias, file, err)) ||
+            (s = json_get_bool(root, "mlp_bias", &cfg->mlp_bias, file, err)))
+            return s;
+        cfg->qkv_bias = cfg->o_bias = attention_bias;
+    }
     if (strcmp(act, "silu") != 0 && strcmp(act, "swish") != 0)
         return fk_error_set(err, FK_ERR_UNSUPPORTED, "%s: unsupported hidden_act \"%s\" (supported: silu)", file, act);
     if (!cfg->n_kv_heads)
@@ -168,7 +251,7 @@ static fk_status parse_llama(const cJSON *root, const char *file, model_config *
         return fk_error_set(err, FK_ERR_FORMAT, "%s: num_attention_heads x head_dim = %lld is too large", file,
                             (long long)cfg->n_heads * cfg->head_dim);
     cfg->norm_eps = (float)eps;
-    return FK_OK;
+    return parse_windows(root, file, cfg, err);
 }
 
 static fk_status parse_gpt2(const cJSON *root, const char *file, model_config *cfg, fk_error *err)
@@ -259,7 +342,7 @@ fk_status model_config_load(const char *dir, model_config *cfg, fk_error *err)
     if (!s)
         s = detect_arch(root, path, &cfg->arch, err);
     if (!s)
-        s = cfg->arch == ARCH_LLAMA ? parse_llama(root, path, cfg, err) : parse_gpt2(root, path, cfg, err);
+        s = cfg->arch == ARCH_GPT2 ? parse_gpt2(root, path, cfg, err) : parse_llama(root, path, cfg, err);
     if (!s)
         s = parse_eos(root, path, cfg, err);
     if (!s)

@@ -6,7 +6,8 @@
 
 #include "flashkernel.h"
 
-typedef enum model_arch { ARCH_LLAMA, ARCH_GPT2 } model_arch;
+/* Llama, Qwen2 and Mistral are the Llama block (RMSNorm, RoPE, SwiGLU) with small differences; GPT-2 is its own. */
+typedef enum model_arch { ARCH_LLAMA, ARCH_QWEN2, ARCH_MISTRAL, ARCH_GPT2 } model_arch;
 
 typedef enum rope_kind { ROPE_NONE, ROPE_DEFAULT, ROPE_LINEAR, ROPE_LLAMA3 } rope_kind;
 
@@ -19,10 +20,12 @@ typedef struct model_config {
     int n_heads;
     int n_kv_heads;
     int head_dim;
-    int max_context;
+    int max_context;         /* what the model serves exactly: max_position_embeddings, or a smaller sliding window */
+    int sliding_window;      /* Mistral's window (0: none); attention has no window mask, so it bounds max_context */
     float norm_eps;          /* rms_norm_eps or layer_norm_epsilon */
     bool tie_embeddings;
-    bool attention_bias;     /* Llama: q/k/v/o biases */
+    bool qkv_bias;           /* q/k/v biases: Llama's attention_bias, always on Qwen2 */
+    bool o_bias;             /* o_proj bias: Llama's attention_bias */
     bool mlp_bias;           /* Llama: gate/up/down biases */
     bool scale_attn_by_layer; /* GPT-2 scale_attn_by_inverse_layer_idx */
     bool scale_attn_weights;  /* GPT-2: false means no 1/sqrt(head_dim) */
@@ -42,7 +45,7 @@ typedef struct model_config {
  * Errors name the file and the field: FK_ERR_IO, FK_ERR_FORMAT, FK_ERR_UNSUPPORTED. */
 fk_status model_config_load(const char *dir, model_config *cfg, fk_error *err);
 
-/* "LlamaForCausalLM" / "GPT2LMHeadModel". */
+/* The architectures name of config.json: "LlamaForCausalLM", "Qwen2ForCausalLM", ... */
 const char *model_arch_name(model_arch arch);
 
 /* RoPE inverse frequencies, [head_dim / 2], as Hugging Face computes them (rope scaling applied). */

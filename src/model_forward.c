@@ -1,6 +1,6 @@
 /* model_forward.c — one forward pass: embed → N × (norm, qkv, rope + kv store, attention, o, norm, mlp) → norm →
- * logits, as calls into the backend ops table. Both architectures share it: they differ only in the norm
- * (RMSNorm / LayerNorm), position encoding (RoPE / learned) and MLP (SiLU-gated / GeLU). */
+ * logits, as calls into the backend ops table. The Llama block (Llama, Qwen2, Mistral) and GPT-2 share it: they
+ * differ only in the norm (RMSNorm / LayerNorm), position encoding (RoPE / learned) and MLP (SiLU-gated / GeLU). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,7 +123,7 @@ static fk_status add_norm(fk_model *m, forward_ws *ws, void *out, void *residual
     fk_status s = mark(m, ws, FK_OP_NORM, err);
     if (s)
         return s;
-    if (c->arch == ARCH_LLAMA)
+    if (c->arch != ARCH_GPT2)
         return be->ops->add_rms_norm(be, out, residual, x, w, n, c->hidden_size, c->norm_eps, err);
     return be->ops->add_layer_norm(be, out, residual, x, w, bias, n, c->hidden_size, c->norm_eps, err);
 }
@@ -137,7 +137,7 @@ static fk_status mlp(fk_model *m, forward_ws *ws, const layer_weights *l, int n,
     fk_status s;
     if ((s = mark(m, ws, FK_OP_LINEAR, err)))
         return s;
-    if (c->arch == ARCH_LLAMA)
+    if (c->arch != ARCH_GPT2)
         s = be->ops->linear_silu_mul(be, ws->mlp_act, ws->mlp_in, ws->normed, l->up_w, l->up_b, n, d, f, err);
     else
         s = be->ops->linear_gelu(be, ws->mlp_act, ws->normed, l->up_w, l->up_b, n, d, f, err);

@@ -1,4 +1,5 @@
-/* model_llama.c — LlamaForCausalLM weights: Hugging Face names → model_weights (q|k|v and gate|up fused). */
+/* model_llama.c — LlamaForCausalLM, Qwen2ForCausalLM and MistralForCausalLM weights (one naming): Hugging Face names
+ * → model_weights (q|k|v and gate|up fused). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,13 +53,14 @@ static fk_status load_layer(const model_config *c, const safetensors *st, backen
     if ((s = load_stacked(st, be, qkv, qkv_rows, 3, d, &l->qkv_w, err)) ||
         (s = weights_load(st, be, NAME(0, "self_attn.o_proj.weight"), d, qd, &l->o_w, err)))
         return s;
-    if (c->attention_bias) {
+    if (c->qkv_bias) {
         const char *qkv_b[3] = {NAME(0, "self_attn.q_proj.bias"), NAME(1, "self_attn.k_proj.bias"),
                                 NAME(2, "self_attn.v_proj.bias")};
-        if ((s = load_stacked(st, be, qkv_b, qkv_rows, 3, 0, &l->qkv_b, err)) ||
-            (s = weights_load(st, be, NAME(0, "self_attn.o_proj.bias"), d, 0, &l->o_b, err)))
+        if ((s = load_stacked(st, be, qkv_b, qkv_rows, 3, 0, &l->qkv_b, err)))
             return s;
     }
+    if (c->o_bias && (s = weights_load(st, be, NAME(0, "self_attn.o_proj.bias"), d, 0, &l->o_b, err)))
+        return s;
 
     const char *gate_up[2] = {NAME(0, "mlp.gate_proj.weight"), NAME(1, "mlp.up_proj.weight")};
     const int gate_up_rows[2] = {f, f};

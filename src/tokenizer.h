@@ -50,11 +50,11 @@ typedef struct tok_matcher {
     int first[257];         /* patterns starting with byte b: order[first[b] .. first[b + 1]) */
 } tok_matcher;
 
-typedef enum tok_norm_kind { TOK_NORM_PREPEND, TOK_NORM_REPLACE } tok_norm_kind;
+typedef enum tok_norm_kind { TOK_NORM_PREPEND, TOK_NORM_REPLACE, TOK_NORM_NFC } tok_norm_kind;
 
 typedef struct tok_norm {
     tok_norm_kind kind;
-    tok_str a, b; /* Prepend: a = the prefix. Replace: a = pattern, b = content. */
+    tok_str a, b; /* Prepend: a = the prefix. Replace: a = pattern, b = content. NFC: unused. */
 } tok_norm;
 
 typedef enum tok_pre_kind { TOK_PRE_SPLIT, TOK_PRE_BYTE_LEVEL, TOK_PRE_METASPACE } tok_pre_kind;

@@ -13,6 +13,7 @@
 
 #include "error.h"
 #include "tokenizer.h"
+#include "unicode_nfc.h"
 #include "utf8.h"
 
 typedef struct piece {
@@ -106,6 +107,18 @@ static bool replace_all(pieces *out, const char *s, size_t len, const char *pat,
     return put(out, s + last, len - last);
 }
 
+/* Appends the NFC of s[len]. */
+static bool nfc(pieces *out, const char *s, size_t len)
+{
+    char *norm;
+    size_t n;
+    if (!unicode_nfc(s, len, &norm, &n))
+        return false;
+    bool ok = put(out, norm, n);
+    free(norm);
+    return ok;
+}
+
 fk_status tokenizer_normalize(const fk_tokenizer *t, const char *s, size_t len, char **out, size_t *out_len,
                               fk_error *err)
 {
@@ -116,6 +129,8 @@ fk_status tokenizer_normalize(const fk_tokenizer *t, const char *s, size_t len, 
         y.len = 0;
         if (n->kind == TOK_NORM_PREPEND) /* Hugging Face prepends to non-empty strings only */
             ok = (x.len == 0 || put(&y, tokenizer_str(t, n->a), n->a.len)) && put(&y, x.buf, x.len);
+        else if (n->kind == TOK_NORM_NFC)
+            ok = nfc(&y, x.buf, x.len);
         else
             ok = replace_all(&y, x.buf, x.len, tokenizer_str(t, n->a), n->a.len, tokenizer_str(t, n->b), n->b.len);
         pieces swap = x;

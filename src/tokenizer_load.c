@@ -613,6 +613,8 @@ static fk_status load_normalizer(loader *L, const cJSON *n, const char *where)
         if ((st = intern(L, pattern, strlen(pattern), where, &step.a)))
             return st;
         st = get_str(L, n, "content", where, &step.b);
+    } else if (strcmp(type, "NFC") == 0) {
+        step.kind = TOK_NORM_NFC;
     } else {
         return fail(L, FK_ERR_UNSUPPORTED, where, "normalizer type \"%s\" is not supported", type);
     }

@@ -166,6 +166,16 @@ static void test_tiny_gpt2(void **state)
     check_model("tiny-gpt2");
 }
 
+/* Qwen2 (q/k/v biases; head_dim 128 tied), Mistral (head_dim 64 with hidden 160) and a SmolLM-shaped Llama. */
+static void test_families(void **state)
+{
+    (void)state;
+    check_model("tiny-qwen2");
+    check_model("tiny-qwen2-tied");
+    check_model("tiny-mistral");
+    check_model("tiny-smollm");
+}
+
 int main(void)
 {
     fk_model_params p = fk_model_params_default();
@@ -180,6 +190,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tiny_llama3),
         cmocka_unit_test(test_tiny_gpt2),
+        cmocka_unit_test(test_families),
         cmocka_unit_test(test_shakespeare_perplexity),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,6 +1,6 @@
 /* test_model_load.c — loading model directories: config.json and generation_config.json handling, and every bad
- * directory (missing or malformed files, unsupported architecture / rope type / activation, missing tensor, wrong
- * shape, truncated shard) rejected with a message naming the file and the problem, and nothing leaked. */
+ * directory (missing or malformed files, unsupported architecture / rope type / activation / sliding window, missing
+ * tensor, wrong shape, truncated shard) rejected with a message naming the file and the problem, and nothing leaked. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -40,6 +40,16 @@ static int setup_llama(void **state)
 static int setup_gpt2(void **state)
 {
     return setup_from(state, "models/tiny-gpt2");
+}
+
+static int setup_qwen2(void **state)
+{
+    return setup_from(state, "models/tiny-qwen2");
+}
+
+static int setup_mistral(void **state)
+{
+    return setup_from(state, "models/tiny-mistral");
 }
 
 static int teardown(void **state)
@@ -85,6 +95,16 @@ static fk_model *load(const ctx *c, fk_error *err)
     return m;
 }
 
+/* Loading succeeds (else the test fails with the message). */
+static fk_model *must_load(const ctx *c)
+{
+    fk_error err = {0};
+    fk_model *m = load(c, &err);
+    if (!m)
+        fail_msg("%s", err.message);
+    return m;
+}
+
 /* Loading fails with status and a message containing both needles (the file, the problem). */
 static void expect_error(const ctx *c, fk_status status, const char *file_needle, const char *needle)
 {
@@ -98,10 +118,7 @@ static void expect_error(const ctx *c, fk_status status, const char *file_needle
 static void test_loads_and_describes(void **state)
 {
     ctx *c = *state;
-    fk_error err = {0};
-    fk_model *m = load(c, &err);
-    if (!m)
-        fail_msg("%s", err.message);
+    fk_model *m = must_load(c);
     fk_model_info info = fk_model_get_info(m);
     assert_string_equal(info.architecture, "LlamaForCausalLM");
     assert_string_equal(info.device, "cpu");
@@ -121,10 +138,7 @@ static void test_generation_config_eos_overrides(void **state)
     ctx *c = *state;
     const char *gen = "{\"eos_token_id\": [7, 9], \"do_sample\": true}";
     tu_write_file(file_in(c, "generation_config.json"), gen, strlen(gen));
-    fk_error err = {0};
-    fk_model *m = load(c, &err);
-    if (!m)
-        fail_msg("%s", err.message);
+    fk_model *m = must_load(c);
     fk_model_info info = fk_model_get_info(m);
     assert_int_equal(info.n_eos, 2);
     assert_int_equal(info.eos_ids[0], 7);
@@ -203,6 +217,124 @@ static void test_unsupported_rope_type(void **state)
     cJSON_AddNumberToObject(rope, "factor", 8);
     set_field(c, "rope_scaling", rope);
     expect_error(c, FK_ERR_FORMAT, "config.json", "\"low_freq_factor\" is missing");
+}
+
+/* transformers 5's spelling: rope_parameters holds rope_theta and rope_type; an unknown type is refused by name. */
+static void test_unsupported_rope_parameters(void **state)
+{
+    ctx *c = *state;
+    const char *types[] = {"yarn", "dynamic", "longrope", "su"};
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        cJSON *rope = cJSON_CreateObject();
+        cJSON_AddNumberToObject(rope, "rope_theta", 1e6);
+        cJSON_AddStringToObject(rope, "rope_type", types[i]);
+        cJSON_AddNumberToObject(rope, "factor", 4);
+        set_field(c, "rope_parameters", rope);
+        char want[128];
+        snprintf(want, sizeof want, "unsupported rope type \"%s\" in \"rope_parameters\"", types[i]);
+        expect_error(c, FK_ERR_UNSUPPORTED, "config.json", want);
+    }
+    cJSON *rope = cJSON_CreateObject();
+    cJSON_AddNumberToObject(rope, "rope_theta", 1e6);
+    set_field(c, "rope_parameters", rope);
+    expect_error(c, FK_ERR_FORMAT, "config.json", "\"rope_parameters\" has no \"rope_type\"");
+}
+
+static void test_qwen2_loads_and_describes(void **state)
+{
+    ctx *c = *state;
+    fk_model *m = must_load(c);
+    fk_model_info info = fk_model_get_info(m);
+    assert_string_equal(info.architecture, "Qwen2ForCausalLM");
+    assert_int_equal(info.n_heads, 2);
+    assert_int_equal(info.n_kv_heads, 1);
+    assert_int_equal(info.head_dim, 64);
+    assert_int_equal(info.max_context, 32768);
+    fk_model_free(m);
+    /* Without an architectures list, model_type names it. */
+    cJSON_DeleteItemFromObject(c->config, "architectures");
+    save(c);
+    m = must_load(c);
+    assert_string_equal(fk_model_get_info(m).architecture, "Qwen2ForCausalLM");
+    fk_model_free(m);
+}
+
+static void test_qwen2_sliding_window_refused(void **state)
+{
+    ctx *c = *state;
+    set_field(c, "use_sliding_window", cJSON_CreateTrue());
+    set_field(c, "sliding_window", cJSON_CreateNumber(4096));
+    expect_error(c, FK_ERR_UNSUPPORTED, "config.json",
+                 "\"use_sliding_window\" is true: sliding-window attention is not supported");
+    set_field(c, "use_sliding_window", cJSON_CreateFalse());
+    const char *kinds[2] = {"full_attention", "sliding_attention"};
+    set_field(c, "layer_types", cJSON_CreateStringArray(kinds, 2));
+    expect_error(c, FK_ERR_UNSUPPORTED, "config.json",
+                 "layer_types[1] is \"sliding_attention\": only \"full_attention\" layers are supported");
+    set_field(c, "layer_types", cJSON_CreateStringArray(kinds, 1));
+    expect_error(c, FK_ERR_FORMAT, "config.json", "\"layer_types\" must be an array of 2 strings");
+    const char *full[2] = {"full_attention", "full_attention"};
+    set_field(c, "layer_types", cJSON_CreateStringArray(full, 2));
+    fk_model *m = must_load(c);
+    fk_model_free(m);
+}
+
+static bool drop_k_bias(void *ctx_, char *name, bool *f32)
+{
+    (void)ctx_, (void)f32;
+    return strcmp(name, "model.layers.1.self_attn.k_proj.bias") != 0;
+}
+
+static void test_qwen2_missing_bias(void **state)
+{
+    ctx *c = *state;
+    char *stage = tu_make_temp_dir();
+    tu_copy_dir(c->dir, stage);
+    tu_rewrite_weights(stage, file_in(c, "model.safetensors"), drop_k_bias, NULL, NULL, 0);
+    tu_remove_dir(stage);
+    free(stage);
+    expect_error(c, FK_ERR_FORMAT, c->dir, "missing tensor \"model.layers.1.self_attn.k_proj.bias\"");
+}
+
+/* Mistral's sliding_window: null is none; a window bounds the context served (attention has no window mask), and
+ * a longer max_model_len is refused with both numbers; an absent key is MistralConfig's default 4096. */
+static void test_mistral_sliding_window(void **state)
+{
+    ctx *c = *state;
+    fk_model *m = must_load(c);
+    fk_model_info info = fk_model_get_info(m);
+    assert_string_equal(info.architecture, "MistralForCausalLM");
+    assert_int_equal(info.head_dim, 64);
+    assert_int_equal(info.hidden_size, 160);
+    assert_int_equal(info.max_context, 32768);
+    fk_model_free(m);
+
+    set_field(c, "sliding_window", cJSON_CreateNumber(512));
+    m = must_load(c);
+    assert_int_equal(fk_model_get_info(m).max_context, 512);
+    fk_error err = {0};
+    fk_engine_params ep = fk_engine_params_default();
+    ep.max_model_len = 1024;
+    fk_engine *e = NULL;
+    assert_int_equal(fk_engine_create(m, &ep, &e, &err), FK_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(err.message, "max_model_len 1024 exceeds the model's sliding_window 512"));
+    ep.max_model_len = 0;
+    ep.kv_cache_mb = 16;
+    assert_int_equal(fk_engine_create(m, &ep, &e, &err), FK_OK);
+    fk_engine_free(e);
+    int32_t ids[600] = {0};
+    float *logits = malloc(3000 * sizeof(float));
+    assert_int_equal(fk_model_logits(m, ids, 600, false, logits, &err), FK_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(err.message, "exceeds context length 512 (the model's sliding_window"));
+    assert_int_equal(fk_model_logits(m, ids, 512, false, logits, &err), FK_OK);
+    free(logits);
+    fk_model_free(m);
+
+    cJSON_DeleteItemFromObject(c->config, "sliding_window");
+    save(c);
+    m = must_load(c);
+    assert_int_equal(fk_model_get_info(m).max_context, 4096);
+    fk_model_free(m);
 }
 
 static void test_unsupported_activation(void **state)
@@ -312,10 +444,8 @@ static void test_bad_params(void **state)
 static void test_bad_prompts(void **state)
 {
     ctx *c = *state;
+    fk_model *m = must_load(c);
     fk_error err = {0};
-    fk_model *m = load(c, &err);
-    if (!m)
-        fail_msg("%s", err.message);
     float *logits = malloc(4096 * sizeof(float));
     int32_t bad[2] = {5, 4096}, neg[1] = {-1}, ok[1] = {5};
     assert_int_equal(fk_model_logits(m, bad, 2, false, logits, &err), FK_ERR_INVALID_ARGUMENT);
@@ -339,6 +469,11 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_bad_config_fields, setup_llama, teardown),
         cmocka_unit_test_setup_teardown(test_unsupported_architecture, setup_llama, teardown),
         cmocka_unit_test_setup_teardown(test_unsupported_rope_type, setup_llama, teardown),
+        cmocka_unit_test_setup_teardown(test_unsupported_rope_parameters, setup_qwen2, teardown),
+        cmocka_unit_test_setup_teardown(test_qwen2_loads_and_describes, setup_qwen2, teardown),
+        cmocka_unit_test_setup_teardown(test_qwen2_sliding_window_refused, setup_qwen2, teardown),
+        cmocka_unit_test_setup_teardown(test_qwen2_missing_bias, setup_qwen2, teardown),
+        cmocka_unit_test_setup_teardown(test_mistral_sliding_window, setup_mistral, teardown),
         cmocka_unit_test_setup_teardown(test_unsupported_activation, setup_llama, teardown),
         cmocka_unit_test_setup_teardown(test_gpt2_unsupported_activation, setup_gpt2, teardown),
         cmocka_unit_test_setup_teardown(test_missing_tensor, setup_llama, teardown),

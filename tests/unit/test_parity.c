@@ -1,4 +1,5 @@
-/* test_parity.c — the CPU backend against Hugging Face transformers' outputs (tests/fixtures/models):
+/* test_parity.c — the CPU backend against Hugging Face transformers' outputs (tests/fixtures/models: Llama, GPT-2,
+ * Qwen2, Mistral, SmolLM shapes; tests/fixtures/hf-variants):
  * last-position logits within 1e-3, argmax at every position, greedy continuations (through the engine); for
  * several prefill chunk
  * and KV block sizes, and for directories rewritten in ways that must not change the outputs (other tensor
@@ -182,7 +183,71 @@ static void test_hf_variants(void **state)
     }
 }
 
+/* Qwen2 (biased q/k/v, untied; tied with head_dim 128), Mistral (head_dim != hidden / heads) and a SmolLM-shaped
+ * Llama (3 heads, 1 KV head, tied), as transformers 5 saved them (tests/fixtures/models/make_family_models.py). */
+static void test_families(void **state)
+{
+    (void)state;
+    const char *models[] = {"tiny-qwen2", "tiny-qwen2-tied", "tiny-mistral", "tiny-smollm"};
+    for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
+        char rel[256];
+        snprintf(rel, sizeof rel, "models/%s", models[i]);
+        check_against_reference(tu_fixture(rel), rel, 512, 16);
+        check_against_reference(tu_fixture(rel), rel, 64, 5);
+    }
+}
+
 /* ---- rewritten directories that must give the same outputs ---- */
+
+/* A copy of fixture models/NAME whose config.json is the fixture's file `config`, checked against the fixture's
+ * reference. */
+static void check_config_file(const char *name, const char *config)
+{
+    char rel[256], path[4096];
+    snprintf(rel, sizeof rel, "models/%s", name);
+    char *dir = tu_make_temp_dir();
+    tu_copy_dir(tu_fixture(rel), dir);
+    snprintf(path, sizeof path, "%s/%s", rel, config);
+    cJSON *cfg = tu_read_json(tu_fixture(path));
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    tu_write_json(path, cfg);
+    cJSON_Delete(cfg);
+    check_against_reference(dir, rel, 512, 16);
+    tu_remove_dir(dir);
+    free(dir);
+}
+
+/* One model of each architecture in both config.json layouts: the family models' config.classic.json (transformers
+ * 4.43: rope_theta, torch_dtype) and tiny-llama3's and tiny-gpt2's config.transformers5.json (rope_parameters with
+ * llama3 scaling, dtype), each against the reference made with the other layout. */
+static void test_both_config_layouts(void **state)
+{
+    (void)state;
+    check_config_file("tiny-qwen2", "config.classic.json");
+    check_config_file("tiny-mistral", "config.classic.json");
+    check_config_file("tiny-smollm", "config.classic.json");
+    check_config_file("tiny-llama3", "config.transformers5.json");
+    check_config_file("tiny-gpt2", "config.transformers5.json");
+}
+
+/* tiny-qwen2 with the sliding-window fields of Qwen2.5's published configs (a window and max_window_layers, with
+ * use_sliding_window false): transformers ignores them, and so must the loader. */
+static void test_qwen2_unused_window(void **state)
+{
+    (void)state;
+    char *dir = tu_make_temp_dir(), path[4096];
+    tu_copy_dir(tu_fixture("models/tiny-qwen2"), dir);
+    cJSON *cfg = tu_read_json(tu_fixture("models/tiny-qwen2/config.classic.json"));
+    cJSON_ReplaceItemInObject(cfg, "sliding_window", cJSON_CreateNumber(128));
+    cJSON_ReplaceItemInObject(cfg, "max_window_layers", cJSON_CreateNumber(1));
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    tu_write_json(path, cfg);
+    cJSON_Delete(cfg);
+    check_against_reference(dir, "models/tiny-qwen2", 512, 16);
+    tu_remove_dir(dir);
+    free(dir);
+}
+
 
 static bool to_f32(void *ctx, char *name, bool *f32)
 {
@@ -334,6 +399,9 @@ int main(void)
         cmocka_unit_test(test_tiny_llama3),
         cmocka_unit_test(test_tiny_gpt2),
         cmocka_unit_test(test_hf_variants),
+        cmocka_unit_test(test_families),
+        cmocka_unit_test(test_both_config_layouts),
+        cmocka_unit_test(test_qwen2_unused_window),
         cmocka_unit_test(test_llama_single_file_f32_new_config),
         cmocka_unit_test(test_llama_zero_biases_untied_head),
         cmocka_unit_test(test_gpt2_prefixed_sharded),

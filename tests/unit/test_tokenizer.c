@@ -1,5 +1,6 @@
 /* test_tokenizer.c — fk_tokenizer against Hugging Face: the llama.cpp/HF cases of tests/fixtures/tokenizers
- * (gpt2, llama2-spm), shakespeare-llama's tokenizer_cases and greedy texts, the HF-generated extra cases and the
+ * (gpt2, llama2-spm, qwen2, mistral-v3), shakespeare-llama's tokenizer_cases and greedy texts, the HF-generated
+ * extra cases and the
  * edited variants (make_extra_cases.py); lossless round trips on fresh random text; and every kind of bad input:
  * malformed files (each field missing or mistyped), unknown component types, a regex that does not compile,
  * invalid UTF-8, ids out of range. */
@@ -128,9 +129,9 @@ static int check_cases(const char *name, const fk_tokenizer *t, const cJSON *cas
 static void test_llama_cpp_and_hf_cases(void **state)
 {
     (void)state;
-    const char *names[2] = {"gpt2", "llama2-spm"};
+    const char *names[4] = {"gpt2", "llama2-spm", "qwen2", "mistral-v3"};
     int bad = 0;
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < 4; i++) {
         char path[256];
         snprintf(path, sizeof path, "tokenizers/%s/tokenizer.json", names[i]);
         fk_tokenizer *t = load(tu_fixture(path));
@@ -147,9 +148,9 @@ static void test_llama_cpp_and_hf_cases(void **state)
 static void test_extra_cases(void **state)
 {
     (void)state;
-    const char *names[3] = {"gpt2", "llama2-spm", "shakespeare-llama"};
+    const char *names[5] = {"gpt2", "llama2-spm", "shakespeare-llama", "qwen2", "mistral-v3"};
     int bad = 0;
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 5; i++) {
         char path[256];
         snprintf(path, sizeof path, "tokenizers/%s/extra_cases.json", names[i]);
         cJSON *doc = tu_read_json(tu_fixture(path));
@@ -227,12 +228,15 @@ static void test_shakespeare_reference(void **state)
 static void test_vocab_sizes(void **state)
 {
     (void)state;
-    fk_tokenizer *g = load(tu_fixture("tokenizers/gpt2/tokenizer.json"));
-    fk_tokenizer *l = load(tu_fixture("tokenizers/llama2-spm/tokenizer.json"));
-    assert_int_equal(fk_tokenizer_vocab_size(g), 50257);
-    assert_int_equal(fk_tokenizer_vocab_size(l), 32000);
-    fk_tokenizer_free(g);
-    fk_tokenizer_free(l);
+    const char *names[4] = {"gpt2", "llama2-spm", "qwen2", "mistral-v3"};
+    const int sizes[4] = {50257, 32000, 151665, 32768};
+    for (int i = 0; i < 4; i++) {
+        char path[256];
+        snprintf(path, sizeof path, "tokenizers/%s/tokenizer.json", names[i]);
+        fk_tokenizer *t = load(tu_fixture(path));
+        assert_int_equal(fk_tokenizer_vocab_size(t), sizes[i]);
+        fk_tokenizer_free(t);
+    }
 }
 
 /* ---- round trips on random text ---- */
@@ -269,22 +273,50 @@ static bool contains(const char *s, size_t len, const char *needle)
     return false;
 }
 
-/* Byte-level tokenizers (GPT-2, Llama-3 style) lose nothing; Llama-2's loses nothing unless the text holds "▁"
- * (decoded as a space) or a special token's text (the normalizer puts "▁" after it): those are skipped. */
+/* Texts a tokenizer need not give back exactly. Llama-2's: "▁" (decoded as a space) and special tokens' text (the
+ * normalizer puts "▁" after them). Mistral's: "▁", and a leading space (Metaspace "first" adds no "▁" before one, and
+ * the decoder strips one). Qwen2's: text not in NFC (its normalizer composes it). */
+static bool lossy_llama2(const char *text, size_t len)
+{
+    return contains(text, len, "\xe2\x96\x81") || contains(text, len, "<s>") || contains(text, len, "</s>") ||
+           contains(text, len, "<unk>");
+}
+
+static bool lossy_mistral(const char *text, size_t len)
+{
+    return contains(text, len, "\xe2\x96\x81") || (len && text[0] == ' ');
+}
+
+static bool lossy_qwen2(const char *text, size_t len)
+{
+    return contains(text, len, "e\u0301") || contains(text, len, "a\u0300\u0316") || contains(text, len, "\u212a");
+}
+
+/* The real tokenizers of the fixtures and what each may lose. */
+static const struct {
+    const char *path;
+    bool (*lossy)(const char *, size_t);
+} ROUND_TRIP[] = {{"tokenizers/gpt2/tokenizer.json", NULL},
+                  {"models/shakespeare-llama/tokenizer.json", NULL},
+                  {"tokenizers/llama2-spm/tokenizer.json", lossy_llama2},
+                  {"tokenizers/mistral-v3/tokenizer.json", lossy_mistral},
+                  {"tokenizers/qwen2/tokenizer.json", lossy_qwen2}};
+#define N_ROUND_TRIP (int)(sizeof ROUND_TRIP / sizeof ROUND_TRIP[0])
+
+/* Byte-level tokenizers (GPT-2, Llama-3 style, Qwen2) lose nothing; the SentencePiece ones lose nothing but what
+ * the functions above name. */
 static void test_lossless_round_trips(void **state)
 {
     (void)state;
-    const char *paths[3] = {"tokenizers/gpt2/tokenizer.json", "models/shakespeare-llama/tokenizer.json",
-                            "tokenizers/llama2-spm/tokenizer.json"};
     uint64_t rng = tu_seed();
-    for (int k = 0; k < 3; k++) {
-        fk_tokenizer *t = load(tu_fixture(paths[k]));
+    for (int k = 0; k < N_ROUND_TRIP; k++) {
+        const char *path = ROUND_TRIP[k].path;
+        fk_tokenizer *t = load(tu_fixture(path));
         for (int iter = 0; iter < 2000; iter++) {
             char text[4096];
             size_t len = random_text(&rng, text, sizeof text);
             text[len] = '\0';
-            if (k == 2 && (contains(text, len, "\xe2\x96\x81") || contains(text, len, "<s>") ||
-                           contains(text, len, "</s>") || contains(text, len, "<unk>")))
+            if (ROUND_TRIP[k].lossy && ROUND_TRIP[k].lossy(text, len))
                 continue;
             int32_t *ids;
             int n;
@@ -293,7 +325,7 @@ static void test_lossless_round_trips(void **state)
             size_t back_len;
             assert_int_equal(fk_tokenizer_decode(t, ids, n, false, &back, &back_len, NULL), FK_OK);
             if (back_len != len || memcmp(back, text, len) != 0)
-                fail_msg("%s: round trip of \"%s\" (%zu bytes) gave \"%s\" (%zu bytes)", paths[k], text, len, back,
+                fail_msg("%s: round trip of \"%s\" (%zu bytes) gave \"%s\" (%zu bytes)", path, text, len, back,
                          back_len);
             fk_free(back);
             fk_free(ids);
@@ -307,34 +339,36 @@ static void test_lossless_round_trips(void **state)
 static void test_long_inputs(void **state)
 {
     (void)state;
-    fk_tokenizer *toks[3] = {load(tu_fixture("tokenizers/gpt2/tokenizer.json")),
-                             load(tu_fixture("tokenizers/llama2-spm/tokenizer.json")),
-                             load(tu_fixture("models/shakespeare-llama/tokenizer.json"))};
+    fk_tokenizer *toks[N_ROUND_TRIP];
+    for (int k = 0; k < N_ROUND_TRIP; k++)
+        toks[k] = load(tu_fixture(ROUND_TRIP[k].path));
     const size_t n = 1 << 20;
     char *text = malloc(n);
     const char *fills[5] = {"a", " ", "\n", "7", " !"};
     for (int f = 0; f < 5; f++) {
         for (size_t i = 0; i < n; i++)
             text[i] = fills[f][i % strlen(fills[f])];
-        for (int k = 0; k < 3; k++) {
+        for (int k = 0; k < N_ROUND_TRIP; k++) {
             const fk_tokenizer *t = toks[k];
             int32_t *ids;
             int count;
             fk_error err = {0};
             if (fk_tokenizer_encode(t, text, n, false, &ids, &count, &err) != FK_OK)
-                fail_msg("1 MiB of \"%s\": %s", fills[f], err.message);
+                fail_msg("%s: 1 MiB of \"%s\": %s", ROUND_TRIP[k].path, fills[f], err.message);
             assert_true(count > 0 && count <= (int)n + 1);
             char *back;
             size_t len;
             assert_int_equal(fk_tokenizer_decode(t, ids, count, false, &back, &len, NULL), FK_OK);
-            assert_int_equal(len, n);
-            assert_memory_equal(back, text, n);
+            if (!ROUND_TRIP[k].lossy || !ROUND_TRIP[k].lossy(text, n)) {
+                assert_int_equal(len, n);
+                assert_memory_equal(back, text, n);
+            }
             fk_free(back);
             fk_free(ids);
         }
     }
     free(text);
-    for (int k = 0; k < 3; k++)
+    for (int k = 0; k < N_ROUND_TRIP; k++)
         fk_tokenizer_free(toks[k]);
 }
 
