@@ -19,7 +19,7 @@
 #define FK_LINEAR_MAX_WARPS 16
 #endif
 #ifndef FK_LINEAR_WARPS_PER_SM
-#define FK_LINEAR_WARPS_PER_SM 8
+#define FK_LINEAR_WARPS_PER_SM 6
 #endif
 
 namespace {

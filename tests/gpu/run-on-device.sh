@@ -91,7 +91,7 @@ case " $steps " in *" bench "*)
     b=/tmp/fk-native/kernels/bench
     $b/bench_linear >"$out/bench-linear.log" 2>&1 || note "bench_linear: FAILED"
     grep -vE "^RESULT" "$out/bench-linear.log" | tee -a "$summary"
-    for v in $b/bench_linear_w8 $b/bench_linear_sm12; do
+    for v in $b/bench_linear_w8 $b/bench_linear_sm8; do
         $v " (variant ${v##*_})" >"$out/bench-linear-${v##*_}.log" 2>&1 || note "$v: FAILED"
     done
     $b/bench_attention >"$out/bench-attention.log" 2>&1 || note "bench_attention: FAILED"

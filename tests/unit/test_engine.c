@@ -667,6 +667,60 @@ static void test_device_fault_fails_every_request(void **state)
     fk_model_free(m);
 }
 
+/* The step profile: every step is counted once, as decode-only or with prefill chunks; each op class that ran has
+ * time, and no step's op times exceed its wall time; profiling changes no token. */
+static void test_profile_accounts_every_step(void **state)
+{
+    (void)state;
+    fk_model *m = load("models/tiny-llama3");
+    static job jobs[6];
+    static result plain[6], profiled[6];
+    uint64_t rng = tu_seed();
+    for (int i = 0; i < 6; i++) {
+        jobs[i].n_prompt = 5 + (int)tu_below(&rng, 60);
+        for (int k = 0; k < jobs[i].n_prompt; k++)
+            jobs[i].prompt[k] = (int32_t)tu_below(&rng, 4000);
+        jobs[i].params = fk_request_params_default();
+        jobs[i].params.max_tokens = 4 + (int)tu_below(&rng, 12);
+        jobs[i].params.ignore_eos = true;
+        jobs[i].submit_at_step = 2 * i;
+    }
+    fk_engine *e = engine(m, fk_engine_params_default());
+    run(e, jobs, 6, plain);
+    fk_step_profile off[2];
+    fk_engine_get_profile(e, off);
+    assert_int_equal(off[FK_PROFILE_DECODE].steps + off[FK_PROFILE_PREFILL].steps, 0); /* off by default */
+    engine_free(e);
+
+    fk_engine_params ep = fk_engine_params_default();
+    ep.profile = true;
+    e = engine(m, ep);
+    run(e, jobs, 6, profiled);
+    for (int i = 0; i < 6; i++) {
+        assert_int_equal(profiled[i].n, plain[i].n);
+        assert_memory_equal(profiled[i].tokens, plain[i].tokens, (size_t)plain[i].n * sizeof(int32_t));
+    }
+    fk_step_profile p[2];
+    fk_engine_get_profile(e, p);
+    const fk_engine_stats st = fk_engine_get_stats(e);
+    assert_int_equal(p[FK_PROFILE_DECODE].steps + p[FK_PROFILE_PREFILL].steps, st.steps);
+    for (int k = 0; k < 2; k++) {
+        assert_true(p[k].steps > 0);
+        assert_true(p[k].sequences >= p[k].steps);
+        double ops = 0;
+        for (int c = 0; c < FK_OP_CLASSES; c++) {
+            assert_true(p[k].op_s[c] >= 0);
+            ops += p[k].op_s[c];
+        }
+        assert_true(p[k].op_s[FK_OP_LINEAR] > 0 && p[k].op_s[FK_OP_ATTENTION] > 0 && p[k].op_s[FK_OP_NORM] > 0);
+        assert_true(ops <= p[k].wall_s * 1.01 + 1e-4); /* device time lies within the steps' wall time */
+    }
+    assert_string_equal(fk_op_class_name(FK_OP_LINEAR), "linears");
+    assert_string_equal(fk_op_class_name(FK_OP_CLASSES), "unknown");
+    engine_free(e);
+    fk_model_free(m);
+}
+
 static void test_bad_engine_params(void **state)
 {
     (void)state;
@@ -714,6 +768,7 @@ int main(void)
         cmocka_unit_test_teardown(test_cancel_frees_blocks_at_once, free_live_engines),
         cmocka_unit_test_teardown(test_bad_requests_change_nothing, free_live_engines),
         cmocka_unit_test_teardown(test_bad_engine_params, free_live_engines),
+        cmocka_unit_test_teardown(test_profile_accounts_every_step, free_live_engines),
         /* last: on the GPU the injected fault is sticky and spoils this process's CUDA context for good */
         cmocka_unit_test_teardown(test_device_fault_fails_every_request, free_live_engines),
     };
