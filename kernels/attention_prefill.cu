@@ -2,7 +2,8 @@
 // a block takes 64 queries of one sequence and one head (4 warps x 16 rows), walks the keys in tiles of 64
 // gathered through the block table into shared memory, computes S = Q K^T and O += P V on tensor cores (fp16 in,
 // fp32 accumulate) with an online softmax, so no N x N matrix is ever stored. K/V tiles are double-buffered with
-// cp.async on sm_80+; Turing (sm_75) loads them synchronously and uses m16n8k8 (common.cuh).
+// cp.async on sm_80+; Turing (sm_75) loads them synchronously and uses m16n8k8 (common.cuh). On a Hopper with
+// sm_90a code the launcher runs attention_prefill_hopper.cu's wgmma kernel instead (128-query tiles).
 //
 // Fragment layouts follow the PTX ISA for mma.m16n8k16: in a warp, lane = 4 g + t; accumulator c0,c1 hold row g,
 // columns 2t, 2t+1; c2,c3 row g + 8.
