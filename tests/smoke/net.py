@@ -7,11 +7,13 @@ prints one JSON object on stdout.
   net.py headers PORT big|many      a 64 KiB header, or 10,000 headers: the status
   net.py flood PORT N               N idle connections at once: how many the server closed at once
   net.py slowloris PORT N SECONDS   N connections sending a header byte each second: refused / still open at the end
-  net.py noread PORT SECONDS        a stream (logprobs 20) that is never read; then reads what is left
+  net.py noread PORT SECONDS GO     a stream (logprobs 20) that is not read until the file GO exists (at most
+                                    SECONDS); then reads what is left
   net.py burst PORT N MAX_TOKENS    N streaming /generate requests and one plain one sent at the same moment; reads
                                     them all: per request the status, "error" (an error event or body), "done"
 """
 import json
+import os
 import socket
 import sys
 import time
@@ -139,12 +141,16 @@ def slowloris(port, n, seconds):
     return {"opened": n, "refused": len(refused), "open": still_open}
 
 
-def noread(port, seconds):
+def noread(port, seconds, go):
     s = connect(port, rcvbuf=4096)
     body = json.dumps({"prompt": "ROMEO:", "max_tokens": 2000, "ignore_eos": True, "stream": True,
                        "logprobs": 20}).encode()
     s.sendall(request("/v1/completions", body))
-    time.sleep(seconds)
+    # The caller creates GO once the server has given up on the stream: how long the buffer takes to fill depends
+    # on the build's speed (a sanitizer build is several times slower).
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and not os.path.exists(go):
+        time.sleep(0.05)
     closed, data = read_until_closed(s, 10)
     return {"closed": closed, "bytes": len(data), "done": b"data: [DONE]" in data}
 
@@ -178,7 +184,7 @@ def main():
     elif cmd == "slowloris":
         out = slowloris(port, int(args[0]), float(args[1]))
     elif cmd == "noread":
-        out = noread(port, float(args[0]))
+        out = noread(port, float(args[0]), args[1])
     elif cmd == "burst":
         out = burst(port, int(args[0]), int(args[1]))
     else:
