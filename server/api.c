@@ -1,6 +1,6 @@
-/* api.c — the JSON of the HTTP API. In: a strict syntax check of the body (cJSON accepts trailing bytes, NUL
- * characters, lone surrogates, any depth up to 1000 and duplicate keys), then cJSON's tree, then every field
- * type- and range-checked into fk_request_params. Out: response bodies and Server-Sent Events, built with cJSON. */
+/* api.c — the JSON of the HTTP API. In: the body parsed strictly (src/json.c) and its strings checked as UTF-8,
+ * then every field type- and range-checked into fk_request_params. Out: response bodies and Server-Sent Events,
+ * built with cJSON. */
 #include "api.h"
 
 #include <math.h>
@@ -8,6 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "json.h"
+#include "utf8.h"
 
 /* Drops a UTF-8 sequence that truncation cut short at the end of s. */
 static void trim_utf8(char *s)
@@ -49,235 +52,7 @@ static bool bad(api_error *e, const char *param, const char *fmt, ...)
     return false;
 }
 
-/* ---- strict JSON syntax (RFC 8259) ---- */
-
-typedef struct syntax {
-    const unsigned char *s;
-    size_t n, i;
-    int depth;
-    api_error *e;
-} syntax;
-
-static bool syntax_fail(syntax *v, const char *what)
-{
-    return bad(v->e, NULL, "invalid JSON at byte %zu: %s", v->i, what);
-}
-
-static void skip_ws(syntax *v)
-{
-    while (v->i < v->n && (v->s[v->i] == ' ' || v->s[v->i] == '\t' || v->s[v->i] == '\n' || v->s[v->i] == '\r'))
-        v->i++;
-}
-
-static int hex4(const unsigned char *p)
-{
-    int x = 0;
-    for (int k = 0; k < 4; k++) {
-        int c = p[k], d = c >= '0' && c <= '9' ? c - '0'
-                          : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                          : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                                 : -1;
-        if (d < 0)
-            return -1;
-        x = x * 16 + d;
-    }
-    return x;
-}
-
-static bool syntax_string(syntax *v)
-{
-    v->i++; /* the opening quote */
-    for (;;) {
-        if (v->i >= v->n)
-            return syntax_fail(v, "unterminated string");
-        const unsigned char c = v->s[v->i];
-        if (c == '"') {
-            v->i++;
-            return true;
-        }
-        if (c == 0)
-            return bad(v->e, NULL, "NUL character not allowed (at byte %zu)", v->i);
-        if (c < 0x20)
-            return syntax_fail(v, "control character in string");
-        if (c != '\\') {
-            v->i++; /* bytes >= 0x80 are checked as UTF-8 per field, to name it */
-            continue;
-        }
-        if (v->i + 1 >= v->n)
-            return syntax_fail(v, "unterminated string");
-        const unsigned char esc = v->s[v->i + 1];
-        if (strchr("\"\\/bfnrt", esc) && esc) {
-            v->i += 2;
-            continue;
-        }
-        if (esc != 'u')
-            return syntax_fail(v, "invalid escape");
-        int u = v->i + 6 <= v->n ? hex4(v->s + v->i + 2) : -1;
-        if (u < 0)
-            return syntax_fail(v, "invalid \\u escape");
-        if (u == 0)
-            return bad(v->e, NULL, "NUL character not allowed (\\u0000 at byte %zu)", v->i);
-        if (u >= 0xDC00 && u <= 0xDFFF)
-            return syntax_fail(v, "lone surrogate");
-        if (u >= 0xD800 && u <= 0xDBFF) {
-            const size_t j = v->i + 6;
-            int low = j + 6 <= v->n && v->s[j] == '\\' && v->s[j + 1] == 'u' ? hex4(v->s + j + 2) : -1;
-            if (low < 0xDC00 || low > 0xDFFF)
-                return syntax_fail(v, "lone surrogate");
-            v->i += 6;
-        }
-        v->i += 6;
-    }
-}
-
-/* -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? of at most 63 characters (cJSON copies numbers into 64 bytes). */
-static bool syntax_number(syntax *v)
-{
-    const size_t start = v->i;
-#define DIGIT(k) ((k) < v->n && v->s[(k)] >= '0' && v->s[(k)] <= '9')
-    if (v->s[v->i] == '-')
-        v->i++;
-    if (!DIGIT(v->i))
-        return syntax_fail(v, "invalid number");
-    if (v->s[v->i] == '0')
-        v->i++;
-    else
-        while (DIGIT(v->i))
-            v->i++;
-    if (v->i < v->n && v->s[v->i] == '.') {
-        v->i++;
-        if (!DIGIT(v->i))
-            return syntax_fail(v, "invalid number");
-        while (DIGIT(v->i))
-            v->i++;
-    }
-    if (v->i < v->n && (v->s[v->i] == 'e' || v->s[v->i] == 'E')) {
-        v->i++;
-        if (v->i < v->n && (v->s[v->i] == '+' || v->s[v->i] == '-'))
-            v->i++;
-        if (!DIGIT(v->i))
-            return syntax_fail(v, "invalid number");
-        while (DIGIT(v->i))
-            v->i++;
-    }
-#undef DIGIT
-    if (v->i - start > 63) {
-        v->i = start;
-        return syntax_fail(v, "number longer than 63 characters");
-    }
-    return true;
-}
-
-static bool syntax_value(syntax *v);
-
-/* An array or object; `close` is ']' or '}'. */
-static bool syntax_container(syntax *v, char close)
-{
-    if (++v->depth > API_MAX_DEPTH)
-        return bad(v->e, NULL, "nesting too deep: more than %d levels of arrays and objects (at byte %zu)",
-                   API_MAX_DEPTH, v->i);
-    v->i++;
-    skip_ws(v);
-    if (v->i < v->n && v->s[v->i] == close) {
-        v->i++;
-        v->depth--;
-        return true;
-    }
-    for (;;) {
-        if (close == '}') {
-            skip_ws(v);
-            if (v->i >= v->n || v->s[v->i] != '"')
-                return syntax_fail(v, v->i >= v->n ? "unexpected end of input" : "expected a string key");
-            if (!syntax_string(v))
-                return false;
-            skip_ws(v);
-            if (v->i >= v->n || v->s[v->i] != ':')
-                return syntax_fail(v, v->i >= v->n ? "unexpected end of input" : "expected ':'");
-            v->i++;
-        }
-        if (!syntax_value(v))
-            return false;
-        skip_ws(v);
-        if (v->i >= v->n)
-            return syntax_fail(v, "unexpected end of input");
-        if (v->s[v->i] == close) {
-            v->i++;
-            v->depth--;
-            return true;
-        }
-        if (v->s[v->i] != ',')
-            return syntax_fail(v, close == '}' ? "expected ',' or '}'" : "expected ',' or ']'");
-        v->i++;
-    }
-}
-
-static bool syntax_value(syntax *v)
-{
-    skip_ws(v);
-    if (v->i >= v->n)
-        return syntax_fail(v, "unexpected end of input");
-    const unsigned char c = v->s[v->i];
-    static const char *const literals[] = {"true", "false", "null"};
-    switch (c) {
-    case '{': return syntax_container(v, '}');
-    case '[': return syntax_container(v, ']');
-    case '"': return syntax_string(v);
-    case 't':
-    case 'f':
-    case 'n':
-        for (int k = 0; k < 3; k++) {
-            const size_t len = strlen(literals[k]);
-            if (literals[k][0] == c && v->n - v->i >= len && !memcmp(v->s + v->i, literals[k], len)) {
-                v->i += len;
-                return true;
-            }
-        }
-        return syntax_fail(v, "invalid literal");
-    case 0: return syntax_fail(v, "unexpected NUL byte");
-    default:
-        if (c == '-' || (c >= '0' && c <= '9'))
-            return syntax_number(v);
-        return syntax_fail(v, "unexpected character");
-    }
-}
-
-/* ---- the tree: UTF-8 and duplicate keys ---- */
-
-/* Length of the valid UTF-8 prefix of s[0, n) (Unicode scalar values only: no overlong forms, no surrogates). */
-static size_t utf8_valid_prefix(const unsigned char *s, size_t n)
-{
-    size_t i = 0;
-    while (i < n) {
-        const unsigned char c = s[i];
-        size_t len;
-        unsigned lo = 0x80, hi = 0xBF;
-        if (c < 0x80)
-            len = 1;
-        else if (c >= 0xC2 && c <= 0xDF)
-            len = 2;
-        else if (c >= 0xE0 && c <= 0xEF)
-            len = 3, lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
-        else if (c >= 0xF0 && c <= 0xF4)
-            len = 4, lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
-        else
-            return i;
-        if (i + len > n)
-            return i;
-        for (size_t k = 1; k < len; k++) {
-            const unsigned char b = s[i + k];
-            if (b < (k == 1 ? lo : 0x80) || b > (k == 1 ? hi : 0xBF))
-                return i;
-        }
-        i += len;
-    }
-    return i;
-}
-
-static bool utf8_valid(const char *s)
-{
-    const size_t n = strlen(s);
-    return utf8_valid_prefix((const unsigned char *)s, n) == n;
-}
+/* ---- the body ---- */
 
 /* At most `max` bytes of s, cut at a character boundary (for messages). */
 static int clip(const char *s, int max)
@@ -290,78 +65,47 @@ static int clip(const char *s, int max)
     return max;
 }
 
-static int compare_keys(const void *a, const void *b)
+static bool utf8_valid(const char *s)
 {
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
+    const size_t n = strlen(s);
+    return utf8_check(s, n) == n;
 }
 
-/* Every string of the tree is valid UTF-8 (named by its top-level field) and no object repeats a key. */
-static bool check_tree(const cJSON *node, const char *field, api_error *e)
+/* Every string of the tree is valid UTF-8, named by its top-level field. */
+static bool check_utf8(const cJSON *node, const char *field, api_error *e)
 {
     if (cJSON_IsString(node) && !utf8_valid(node->valuestring))
         return bad(e, field, "%s is not valid UTF-8", field);
     if (!cJSON_IsObject(node) && !cJSON_IsArray(node))
         return true;
-    int n = 0;
-    for (const cJSON *c = node->child; c; c = c->next, n++) {
+    for (const cJSON *c = node->child; c; c = c->next) {
         if (cJSON_IsObject(node) && !utf8_valid(c->string))
             return bad(e, field, "a field name%s%s is not valid UTF-8", field ? " in " : "", field ? field : "");
-        if (!check_tree(c, field ? field : c->string, e))
+        if (!check_utf8(c, field ? field : c->string, e))
             return false;
     }
-    if (!cJSON_IsObject(node) || n < 2)
-        return true;
-    const char **keys = malloc((size_t)n * sizeof *keys);
-    if (!keys) {
-        api_error_set(e, 500, "server_error", NULL, "out of memory");
-        return false;
-    }
-    n = 0;
-    for (const cJSON *c = node->child; c; c = c->next)
-        keys[n++] = c->string;
-    qsort(keys, (size_t)n, sizeof *keys, compare_keys);
-    const char *dup = NULL;
-    for (int i = 1; i < n && !dup; i++)
-        if (!strcmp(keys[i - 1], keys[i]))
-            dup = keys[i];
-    if (dup)
-        (void)bad(e, dup, "duplicate key \"%.*s\"", clip(dup, 200), dup);
-    free(keys);
-    return !dup;
+    return true;
 }
 
 bool api_parse_body(const char *body, size_t len, cJSON **root, api_error *e)
 {
     *root = NULL;
-    syntax v = {.s = (const unsigned char *)body, .n = len, .e = e};
-    if (len >= 3 && !memcmp(body, "\xEF\xBB\xBF", 3))
-        v.i = 3; /* a UTF-8 byte order mark, which cJSON skips too */
     if (len == 0)
         return bad(e, NULL, "invalid JSON at byte 0: empty body");
-    if (!syntax_value(&v))
-        return false;
-    skip_ws(&v);
-    if (v.i < len)
-        return bad(e, NULL, "trailing data after JSON value (at byte %zu)", v.i);
-    const char *end = NULL;
-    cJSON *tree = cJSON_ParseWithLengthOpts(body, len, &end, false);
-    if (!tree) {
+    cJSON *tree = NULL;
+    json_fault f;
+    const fk_status s = json_parse_strict(body, len, &tree, &f);
+    if (s == FK_ERR_OUT_OF_MEMORY) {
         api_error_set(e, 500, "server_error", NULL, "cannot parse the body: out of memory");
         return false;
     }
-    /* The syntax check passed, so cJSON ends where it did: only whitespace may follow. */
-    size_t at = end && end >= body ? (size_t)(end - body) : len + 1;
-    while (at < len && (body[at] == ' ' || body[at] == '\t' || body[at] == '\r' || body[at] == '\n'))
-        at++;
-    if (at != len) {
-        cJSON_Delete(tree);
-        return bad(e, NULL, "trailing data after JSON value");
-    }
+    if (s)
+        return bad(e, f.key[0] ? f.key : NULL, "%s", f.message);
     if (!cJSON_IsObject(tree)) {
         cJSON_Delete(tree);
         return bad(e, NULL, "body must be a JSON object");
     }
-    if (!check_tree(tree, NULL, e)) {
+    if (!check_utf8(tree, NULL, e)) {
         cJSON_Delete(tree);
         return false;
     }

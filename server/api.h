@@ -10,10 +10,11 @@
 #include <cjson/cJSON.h>
 
 #include "flashkernel.h"
+#include "json.h"
 #include "queue.h"
 
 /* Deepest nesting of arrays and objects a body may have. */
-#define API_MAX_DEPTH 64
+#define API_MAX_DEPTH JSON_MAX_DEPTH
 /* Seeds are integers a JSON number represents exactly: [0, 2^53 - 1]. */
 #define API_MAX_SEED 9007199254740991.0
 
@@ -31,9 +32,9 @@ void api_error_set(api_error *e, int status, const char *type, const char *param
 /* {"error": {...}}: malloc'd, *len bytes. NULL when out of memory. */
 char *api_error_body(const api_error *e, size_t *len);
 
-/* Parses a request body that must be one JSON object. Stricter than cJSON: rejects (400) invalid JSON with the byte
- * offset, trailing data, nesting deeper than API_MAX_DEPTH, NUL characters, lone surrogates, numbers longer than 63
- * characters (cJSON's limit), duplicate keys and strings that are not valid UTF-8 (naming the field). */
+/* Parses a request body that must be one JSON object, strictly (json_parse_strict): rejects (400) invalid JSON with
+ * the byte offset, trailing data, nesting deeper than API_MAX_DEPTH, NUL characters, lone surrogates, numbers longer
+ * than 63 characters, duplicate keys, and strings that are not valid UTF-8 (naming the field). */
 bool api_parse_body(const char *body, size_t len, cJSON **root, api_error *e);
 
 typedef enum api_kind {
