@@ -1,5 +1,6 @@
-/* api.h — the JSON of the HTTP API: request bodies parsed strictly into engine parameters, and the bodies of
- * responses and Server-Sent Events. No I/O and no engine calls (the tokenizer is used only to name tokens). */
+/* api.h — the JSON of the HTTP API: request bodies parsed strictly into engine parameters (api_parse*.c, one file
+ * per API family), and the bodies of responses and Server-Sent Events (api_render*.c, likewise). No I/O and no
+ * engine calls (the tokenizer is used only to name tokens). */
 #ifndef FK_SERVER_API_H
 #define FK_SERVER_API_H
 
