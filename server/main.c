@@ -12,7 +12,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
-#include "cli.h"
+#include "cli_flags.h"
 #include "http.h"
 #include "log.h"
 #include "metrics.h"
