@@ -41,21 +41,26 @@ bool api_parse_body(const char *body, size_t len, cJSON **root, api_error *e);
 typedef enum api_kind {
     API_GENERATE,    /* POST /generate */
     API_COMPLETIONS, /* POST /v1/completions (OpenAI) */
+    API_CHAT,        /* POST /v1/chat/completions (OpenAI) */
 } api_kind;
 
 typedef struct api_limits {
     int vocab_size;
     int max_model_len;
-    const char *model_name; /* the served name: /v1/completions' "model" must match it */
+    const char *model_name; /* the served name: the OpenAI routes' "model" must match it */
 } api_limits;
 
-/* A generation request as parsed. Either prompt_text or prompt_ids is set. */
+/* A generation request as parsed. Either prompt_text or prompt_ids is set; for a chat, messages. */
 typedef struct api_generation {
     api_kind kind;
     const char *prompt_text; /* into the cJSON tree */
     size_t prompt_text_len;
     int32_t *prompt_ids; /* malloc'd */
     int n_prompt_ids;
+    char *messages; /* chat: the messages as the template gets them, a JSON array of {"role", "content"(, "name")}
+                     * objects, content a string (text parts joined with "\n"); malloc'd, messages_len bytes */
+    size_t messages_len;
+    bool add_generation_prompt; /* chat: end the prompt with the assistant's turn (default true) */
     fk_request_params params; /* sampling resolved; max_tokens final after api_check_prompt */
     const char *stop[FK_MAX_STOP]; /* into the cJSON tree; params.stop is NULL until the caller copies them */
     bool max_tokens_given;
@@ -64,8 +69,8 @@ typedef struct api_generation {
     bool include_usage; /* OpenAI stream_options.include_usage */
 } api_generation;
 
-/* The fields of /generate or /v1/completions, type- and range-checked (every message names the field and value).
- * Unknown fields are ignored. */
+/* The fields of /generate, /v1/completions or /v1/chat/completions, type- and range-checked (every message names the
+ * field and value). Unknown fields are ignored; OpenAI fields this server does not support are refused. */
 bool api_parse_generation(const cJSON *root, api_kind kind, const api_limits *lim, api_generation *g, api_error *e);
 
 /* Once the prompt has n_prompt tokens: checks it against max_model_len and resolves max_tokens (when not given, the
@@ -94,7 +99,8 @@ typedef struct api_render {
     int logprobs;      /* -1: none */
     bool include_usage;
     const fk_tokenizer *tok; /* names tokens in OpenAI logprobs; may be NULL */
-    size_t text_offset;      /* streams: characters sent so far (OpenAI text_offset) */
+    size_t text_offset;      /* completion streams: characters sent so far (OpenAI text_offset) */
+    bool role_sent;          /* chat streams: the first chunk, with the assistant's role, went out */
 } api_render;
 
 /* A growing byte buffer; `failed` after an allocation failure (appends then do nothing). */

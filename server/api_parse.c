@@ -1,5 +1,6 @@
 /* api_parse.c — requests: the body parsed strictly (src/json.c) with its strings checked as UTF-8, the typed field
- * getters every family uses, the generation fields they share, and the dispatch to each family's parser. */
+ * getters every family uses, the generation fields they share, and the dispatch to each family's parser
+ * (api_parse_generate.c, api_parse_completions.c, api_parse_chat.c). */
 #include "api_parse.h"
 
 #include <math.h>
@@ -205,7 +206,7 @@ bool api_parse_sampling(const cJSON *root, const api_limits *lim, api_generation
         sp->seed = (uint64_t)v;
         g->seed_given = true;
     }
-    if ((f = api_parse_field(root, "logprobs"))) {
+    if (g->kind != API_CHAT && (f = api_parse_field(root, "logprobs"))) {
         if (!api_parse_integer(f, "logprobs", &v, e))
             return false;
         if (v < 0 || v > FK_MAX_LOGPROBS)
@@ -291,7 +292,12 @@ bool api_parse_generation(const cJSON *root, api_kind kind, const api_limits *li
     memset(g, 0, sizeof *g);
     g->kind = kind;
     g->params = fk_request_params_default();
-    const bool ok = kind == API_GENERATE ? api_parse_generate(root, lim, g, e) : api_parse_completions(root, lim, g, e);
+    bool ok = false;
+    switch (kind) {
+    case API_GENERATE: ok = api_parse_generate(root, lim, g, e); break;
+    case API_COMPLETIONS: ok = api_parse_completions(root, lim, g, e); break;
+    case API_CHAT: ok = api_parse_chat(root, lim, g, e); break;
+    }
     if (!ok)
         api_generation_free(g);
     return ok;
@@ -300,6 +306,11 @@ bool api_parse_generation(const cJSON *root, api_kind kind, const api_limits *li
 bool api_check_prompt(api_generation *g, int n_prompt, const api_limits *lim, api_error *e)
 {
     const int m = lim->max_model_len;
+    if (n_prompt > m && g->kind == API_CHAT)
+        return api_parse_fail(e, "messages",
+                              "the messages have %d tokens once rendered with the chat template; maximum context "
+                              "length is %d",
+                              n_prompt, m);
     if (n_prompt > m)
         return api_parse_fail(e, "prompt", "prompt has %d tokens; maximum context length is %d", n_prompt, m);
     if (!g->max_tokens_given && n_prompt + g->params.max_tokens > m && n_prompt < m)
@@ -314,4 +325,6 @@ void api_generation_free(api_generation *g)
 {
     free(g->prompt_ids);
     g->prompt_ids = NULL;
+    cJSON_free(g->messages);
+    g->messages = NULL;
 }

@@ -1,4 +1,5 @@
-/* api_parse.h — what the request parsers of the API families share (api_parse_generate.c, api_parse_completions.c):
+/* api_parse.h — what the request parsers of the API families share (api_parse_generate.c, api_parse_completions.c,
+ * api_parse_chat.c):
  * typed, range-checked fields whose messages name the field and the value, and the generation fields every family
  * takes. Each returns false with a 400 in *e (a 500 when memory runs out). */
 #ifndef FK_SERVER_API_PARSE_H
@@ -29,7 +30,7 @@ bool api_parse_max_tokens(const cJSON *root, const char *name, const api_limits 
                           api_error *e);
 
 /* temperature, top_p, min_p, repetition_penalty, presence_penalty, frequency_penalty, top_k, seed, logprobs (the
- * integer of /generate and /v1/completions), ignore_eos and stream. */
+ * integer of /generate and /v1/completions; not for a chat, whose logprobs is a boolean), ignore_eos and stream. */
 bool api_parse_sampling(const cJSON *root, const api_limits *lim, api_generation *g, api_error *e);
 
 /* stop: a string or up to FK_MAX_STOP non-empty strings of at most FK_MAX_STOP_BYTES. */
@@ -47,8 +48,10 @@ bool api_parse_one(const cJSON *root, const char *name, api_error *e);
 /* prompt (of /generate, or the one prompt of /v1/completions' list): a non-empty string or token-id array. */
 bool api_parse_prompt(const cJSON *p, const api_limits *lim, api_generation *g, api_error *e);
 
-/* The whole request of POST /generate, of POST /v1/completions; g holds the defaults of fk_request_params. */
+/* The whole request of POST /generate, /v1/completions, /v1/chat/completions; g holds the defaults of
+ * fk_request_params. */
 bool api_parse_generate(const cJSON *root, const api_limits *lim, api_generation *g, api_error *e);
 bool api_parse_completions(const cJSON *root, const api_limits *lim, api_generation *g, api_error *e);
+bool api_parse_chat(const cJSON *root, const api_limits *lim, api_generation *g, api_error *e);
 
 #endif

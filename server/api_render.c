@@ -83,7 +83,7 @@ cJSON *api_render_usage(const queue_result *res, bool cached)
     return u;
 }
 
-void api_render_token_text(cJSON *to, bool as_key, const fk_tokenizer *tok, int32_t id, double logprob)
+cJSON *api_render_token_name(const fk_tokenizer *tok, int32_t id)
 {
     char *s = NULL, num[32];
     size_t n;
@@ -91,18 +91,19 @@ void api_render_token_text(cJSON *to, bool as_key, const fk_tokenizer *tok, int3
         snprintf(num, sizeof num, "token_id:%d", id);
         s = NULL;
     }
-    const char *name = s ? s : num;
-    if (as_key)
-        cJSON_AddNumberToObject(to, name, logprob);
-    else
-        cJSON_AddItemToArray(to, cJSON_CreateString(name));
+    cJSON *name = cJSON_CreateString(s ? s : num);
     fk_free(s);
+    return name;
 }
 
 char *api_result_body(const api_render *rd, const queue_output *o, const queue_result *res, size_t *len)
 {
-    return rd->kind == API_GENERATE ? api_render_generate_result(rd, o, res, len)
-                                    : api_render_completions_result(rd, o, res, len);
+    switch (rd->kind) {
+    case API_GENERATE: return api_render_generate_result(rd, o, res, len);
+    case API_COMPLETIONS: return api_render_completions_result(rd, o, res, len);
+    case API_CHAT: return api_render_chat_result(rd, o, res, len);
+    }
+    return NULL;
 }
 
 /* ---- Server-Sent Events ---- */
@@ -141,18 +142,20 @@ void api_render_sse_done(api_buf *b)
 
 void api_sse_events(api_render *rd, const queue_output *o, api_buf *b)
 {
-    if (rd->kind == API_GENERATE)
-        api_render_generate_events(rd, o, b);
-    else
-        api_render_completions_events(rd, o, b);
+    switch (rd->kind) {
+    case API_GENERATE: api_render_generate_events(rd, o, b); break;
+    case API_COMPLETIONS: api_render_completions_events(rd, o, b); break;
+    case API_CHAT: api_render_chat_events(rd, o, b); break;
+    }
 }
 
 void api_sse_final(const api_render *rd, const queue_result *res, api_buf *b)
 {
-    if (rd->kind == API_GENERATE)
-        api_render_generate_final(rd, res, b);
-    else
-        api_render_completions_final(rd, res, b);
+    switch (rd->kind) {
+    case API_GENERATE: api_render_generate_final(rd, res, b); break;
+    case API_COMPLETIONS: api_render_completions_final(rd, res, b); break;
+    case API_CHAT: api_render_chat_final(rd, res, b); break;
+    }
     api_render_sse_done(b);
 }
 

@@ -1,5 +1,5 @@
 /* api_render.h — what the response renderers of the API families share (api_render_generate.c,
- * api_render_completions.c): cJSON trees printed into bodies and Server-Sent Events, the usage object, token names. */
+ * api_render_completions.c, api_render_chat.c): cJSON trees printed into bodies and Server-Sent Events, the usage object, token names. */
 #ifndef FK_SERVER_API_RENDER_H
 #define FK_SERVER_API_RENDER_H
 
@@ -18,9 +18,9 @@ cJSON *api_render_string_n(const char *s, size_t n);
 /* {"prompt_tokens", "completion_tokens", "total_tokens"} and, when `cached`, "cached_tokens". */
 cJSON *api_render_usage(const queue_result *res, bool cached);
 
-/* A token's own text (decoded alone, special tokens kept; "token_id:N" without a tokenizer): appended to an array,
- * or as the key of `logprob` in an object. */
-void api_render_token_text(cJSON *to, bool as_key, const fk_tokenizer *tok, int32_t id, double logprob);
+/* A token's name in OpenAI logprobs: its own text (decoded alone, special tokens kept), "token_id:N" without a
+ * tokenizer. A cJSON string; NULL when out of memory. */
+cJSON *api_render_token_name(const fk_tokenizer *tok, int32_t id);
 
 /* ---- the families: the whole response, the events of one poll, the final events before [DONE] ---- */
 
@@ -32,5 +32,9 @@ char *api_render_completions_result(const api_render *rd, const queue_output *o,
                                     size_t *len);
 void api_render_completions_events(api_render *rd, const queue_output *o, api_buf *b);
 void api_render_completions_final(const api_render *rd, const queue_result *res, api_buf *b);
+
+char *api_render_chat_result(const api_render *rd, const queue_output *o, const queue_result *res, size_t *len);
+void api_render_chat_events(api_render *rd, const queue_output *o, api_buf *b);
+void api_render_chat_final(const api_render *rd, const queue_result *res, api_buf *b);
 
 #endif

@@ -20,12 +20,15 @@ static cJSON *logprobs_object(const api_render *rd, const queue_output *o, int f
     for (int i = from; i < to; i++) {
         const queue_event *ev = &o->events[i];
         if (ev->token >= 0) {
-            api_render_token_text(tokens, false, rd->tok, ev->token, 0);
+            cJSON_AddItemToArray(tokens, api_render_token_name(rd->tok, ev->token));
             cJSON_AddItemToArray(lps, cJSON_CreateNumber(ev->logprob));
             cJSON *top = cJSON_CreateObject();
             for (int k = 0; k < ev->n_top; k++) {
                 const fk_logprob *t = &o->top[ev->top_off + (size_t)k];
-                api_render_token_text(top, true, rd->tok, t->token, t->logprob);
+                cJSON *name = api_render_token_name(rd->tok, t->token);
+                if (name)
+                    cJSON_AddNumberToObject(top, name->valuestring, t->logprob);
+                cJSON_Delete(name);
             }
             cJSON_AddItemToArray(tops, top);
             cJSON_AddItemToArray(offsets, cJSON_CreateNumber((double)offset));
