@@ -33,5 +33,6 @@ int cmd_perplexity(int argc, char **argv);
 int cmd_bench_tokenizer(int argc, char **argv);
 int cmd_bench_engine(int argc, char **argv);
 int cmd_make_model(int argc, char **argv);
+int cmd_chat_template(int argc, char **argv);
 
 #endif
