@@ -23,16 +23,6 @@ bool api_parse_fail(api_error *e, const char *param, const char *fmt, ...)
     return false;
 }
 
-int api_parse_clip(const char *s, int max)
-{
-    int n = (int)strlen(s);
-    if (n <= max)
-        return n;
-    while (max > 0 && ((unsigned char)s[max] & 0xC0) == 0x80)
-        max--;
-    return max;
-}
-
 /* ---- the body ---- */
 
 static bool utf8_valid(const char *s)
@@ -265,7 +255,7 @@ bool api_parse_openai(const cJSON *root, const api_limits *lim, api_generation *
             return api_parse_fail(e, "model", "model must be a string");
         if (strcmp(f->valuestring, lim->model_name)) {
             api_error_set(e, 404, "not_found_error", "model", "The model \"%.*s\" does not exist; this server serves \"%s\"",
-                          api_parse_clip(f->valuestring, 200), f->valuestring, lim->model_name);
+                          utf8_clip(f->valuestring, 200), f->valuestring, lim->model_name);
             return false;
         }
     }

@@ -10,9 +10,6 @@
 /* A 400 invalid_request_error about `param`; returns false for `return api_parse_fail(...)`. */
 bool api_parse_fail(api_error *e, const char *param, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
-/* How many bytes of s fit in max, cut at a character boundary (for messages: "%.*s"). */
-int api_parse_clip(const char *s, int max);
-
 /* The field, or NULL when absent or null (optional fields treat null as absent). */
 const cJSON *api_parse_field(const cJSON *root, const char *name);
 

@@ -9,6 +9,8 @@
 
 #include <string.h>
 
+#include "utf8.h"
+
 static const char *const roles[] = {"system", "user", "assistant"};
 
 static bool no_memory(api_error *e)
@@ -38,7 +40,8 @@ static cJSON *message_content(const cJSON *c, int i, api_error *e)
     int k = 0;
     bool ok = true;
     for (const cJSON *p = c->child; ok && p; p = p->next, k++) {
-        const cJSON *type = cJSON_GetObjectItemCaseSensitive(p, "type"), *t = cJSON_GetObjectItemCaseSensitive(p, "text");
+        const cJSON *type = cJSON_GetObjectItemCaseSensitive(p, "type");
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(p, "text");
         if (!cJSON_IsObject(p) || !cJSON_IsString(type))
             ok = api_parse_fail(e, "messages",
                                 "messages[%d].content[%d] must be an object {\"type\": \"text\", \"text\": string}", i,
@@ -46,7 +49,7 @@ static cJSON *message_content(const cJSON *c, int i, api_error *e)
         else if (strcmp(type->valuestring, "text"))
             ok = api_parse_fail(e, "messages",
                                 "messages[%d].content[%d]: parts of type \"%.*s\" are not supported (only \"text\")", i,
-                                k, api_parse_clip(type->valuestring, 100), type->valuestring);
+                                k, utf8_clip(type->valuestring, 100), type->valuestring);
         else if (!cJSON_IsString(t))
             ok = api_parse_fail(e, "messages", "messages[%d].content[%d].text must be a string", i, k);
         else {
@@ -74,8 +77,9 @@ static bool message(const cJSON *msg, int i, cJSON *out, api_error *e)
     while (r < 3 && strcmp(roles[r], role->valuestring))
         r++;
     if (r == 3)
-        return api_parse_fail(e, "messages", "messages[%d].role must be \"system\", \"user\" or \"assistant\", got \"%.*s\"",
-                              i, api_parse_clip(role->valuestring, 100), role->valuestring);
+        return api_parse_fail(e, "messages",
+                              "messages[%d].role must be \"system\", \"user\" or \"assistant\", got \"%.*s\"", i,
+                              utf8_clip(role->valuestring, 100), role->valuestring);
     if (calls && !(cJSON_IsArray(calls) && !calls->child))
         return api_parse_fail(e, "messages", "messages[%d].tool_calls is not supported", i);
     if (name && !cJSON_IsString(name))

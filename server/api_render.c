@@ -96,6 +96,22 @@ cJSON *api_render_token_name(const fk_tokenizer *tok, int32_t id)
     return name;
 }
 
+cJSON *api_render_choice(const char *key, cJSON *value, cJSON *logprobs, const char *finish)
+{
+    cJSON *c = cJSON_CreateObject();
+    cJSON_AddNumberToObject(c, "index", 0);
+    cJSON_AddItemToObject(c, key, value);
+    if (logprobs)
+        cJSON_AddItemToObject(c, "logprobs", logprobs);
+    else
+        cJSON_AddNullToObject(c, "logprobs");
+    if (finish)
+        cJSON_AddStringToObject(c, "finish_reason", finish);
+    else
+        cJSON_AddNullToObject(c, "finish_reason");
+    return c;
+}
+
 char *api_result_body(const api_render *rd, const queue_output *o, const queue_result *res, size_t *len)
 {
     switch (rd->kind) {

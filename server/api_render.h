@@ -1,5 +1,6 @@
 /* api_render.h — what the response renderers of the API families share (api_render_generate.c,
- * api_render_completions.c, api_render_chat.c): cJSON trees printed into bodies and Server-Sent Events, the usage object, token names. */
+ * api_render_completions.c, api_render_chat.c): cJSON trees printed into bodies and Server-Sent Events, the usage
+ * object, OpenAI choices, token names. */
 #ifndef FK_SERVER_API_RENDER_H
 #define FK_SERVER_API_RENDER_H
 
@@ -21,6 +22,10 @@ cJSON *api_render_usage(const queue_result *res, bool cached);
 /* A token's name in OpenAI logprobs: its own text (decoded alone, special tokens kept), "token_id:N" without a
  * tokenizer. A cJSON string; NULL when out of memory. */
 cJSON *api_render_token_name(const fk_tokenizer *tok, int32_t id);
+
+/* An OpenAI choice: {"index": 0, <key>: value, "logprobs", "finish_reason"} (logprobs and finish null when NULL);
+ * takes value and logprobs. */
+cJSON *api_render_choice(const char *key, cJSON *value, cJSON *logprobs, const char *finish);
 
 /* ---- the families: the whole response, the events of one poll, the final events before [DONE] ---- */
 

@@ -49,23 +49,6 @@ static cJSON *chat_object(const api_render *rd, const char *object)
     return root;
 }
 
-/* {"index": 0, <key>: value, "logprobs", "finish_reason"}; takes value and logprobs. */
-static cJSON *choice(const char *key, cJSON *value, cJSON *logprobs, const char *finish)
-{
-    cJSON *c = cJSON_CreateObject();
-    cJSON_AddNumberToObject(c, "index", 0);
-    cJSON_AddItemToObject(c, key, value);
-    if (logprobs)
-        cJSON_AddItemToObject(c, "logprobs", logprobs);
-    else
-        cJSON_AddNullToObject(c, "logprobs");
-    if (finish)
-        cJSON_AddStringToObject(c, "finish_reason", finish);
-    else
-        cJSON_AddNullToObject(c, "finish_reason");
-    return c;
-}
-
 /* A chunk of the stream holding one choice; "usage": null when the stream ends with a usage chunk. */
 static void chunk(const api_render *rd, cJSON *choice_item, api_buf *b)
 {
@@ -84,7 +67,7 @@ char *api_render_chat_result(const api_render *rd, const queue_output *o, const 
     cJSON_AddStringToObject(message, "content", o->text ? o->text : "");
     cJSON *logprobs = rd->logprobs >= 0 ? logprobs_object(rd, o, 0, o->n_events) : NULL;
     cJSON_AddItemToArray(cJSON_AddArrayToObject(root, "choices"),
-                         choice("message", message, logprobs, api_finish_name(rd->kind, res->finish)));
+                         api_render_choice("message", message, logprobs, api_finish_name(rd->kind, res->finish)));
     cJSON_AddItemToObject(root, "usage", api_render_usage(res, false));
     return api_render_print(root, len);
 }
@@ -95,7 +78,7 @@ void api_render_chat_events(api_render *rd, const queue_output *o, api_buf *b)
         cJSON *delta = cJSON_CreateObject();
         cJSON_AddStringToObject(delta, "role", "assistant");
         cJSON_AddStringToObject(delta, "content", "");
-        chunk(rd, choice("delta", delta, NULL, NULL), b);
+        chunk(rd, api_render_choice("delta", delta, NULL, NULL), b);
         rd->role_sent = true;
     }
     for (int i = 0; i < o->n_events; i++) {
@@ -103,13 +86,13 @@ void api_render_chat_events(api_render *rd, const queue_output *o, api_buf *b)
         cJSON *delta = cJSON_CreateObject();
         cJSON_AddItemToObject(delta, "content", api_render_string_n(o->text + ev->text_off, ev->text_len));
         cJSON *logprobs = rd->logprobs >= 0 ? logprobs_object(rd, o, i, i + 1) : NULL;
-        chunk(rd, choice("delta", delta, logprobs, NULL), b);
+        chunk(rd, api_render_choice("delta", delta, logprobs, NULL), b);
     }
 }
 
 void api_render_chat_final(const api_render *rd, const queue_result *res, api_buf *b)
 {
-    chunk(rd, choice("delta", cJSON_CreateObject(), NULL, api_finish_name(rd->kind, res->finish)), b);
+    chunk(rd, api_render_choice("delta", cJSON_CreateObject(), NULL, api_finish_name(rd->kind, res->finish)), b);
     if (rd->include_usage) {
         cJSON *root = chat_object(rd, "chat.completion.chunk");
         cJSON_AddArrayToObject(root, "choices");

@@ -49,31 +49,14 @@ static cJSON *completion_object(const api_render *rd)
     return root;
 }
 
-/* {"index": 0, "text", "logprobs", "finish_reason"}; takes text and logprobs. */
-static cJSON *choice(cJSON *text, cJSON *logprobs, const char *finish)
-{
-    cJSON *c = cJSON_CreateObject();
-    cJSON_AddNumberToObject(c, "index", 0);
-    cJSON_AddItemToObject(c, "text", text);
-    if (logprobs)
-        cJSON_AddItemToObject(c, "logprobs", logprobs);
-    else
-        cJSON_AddNullToObject(c, "logprobs");
-    if (finish)
-        cJSON_AddStringToObject(c, "finish_reason", finish);
-    else
-        cJSON_AddNullToObject(c, "finish_reason");
-    return c;
-}
-
 char *api_render_completions_result(const api_render *rd, const queue_output *o, const queue_result *res,
                                     size_t *len)
 {
     cJSON *root = completion_object(rd);
     cJSON *choices = cJSON_AddArrayToObject(root, "choices");
     cJSON *logprobs = rd->logprobs >= 0 ? logprobs_object(rd, o, 0, o->n_events, 0) : NULL;
-    cJSON_AddItemToArray(choices, choice(cJSON_CreateString(o->text ? o->text : ""), logprobs,
-                                         api_finish_name(rd->kind, res->finish)));
+    cJSON_AddItemToArray(choices, api_render_choice("text", cJSON_CreateString(o->text ? o->text : ""), logprobs,
+                                                    api_finish_name(rd->kind, res->finish)));
     cJSON_AddItemToObject(root, "usage", api_render_usage(res, false));
     return api_render_print(root, len);
 }
@@ -85,7 +68,8 @@ void api_render_completions_events(api_render *rd, const queue_output *o, api_bu
         cJSON *root = completion_object(rd);
         cJSON *choices = cJSON_AddArrayToObject(root, "choices");
         cJSON *logprobs = rd->logprobs >= 0 ? logprobs_object(rd, o, i, i + 1, rd->text_offset) : NULL;
-        cJSON_AddItemToArray(choices, choice(api_render_string_n(o->text + ev->text_off, ev->text_len), logprobs, NULL));
+        cJSON *text = api_render_string_n(o->text + ev->text_off, ev->text_len);
+        cJSON_AddItemToArray(choices, api_render_choice("text", text, logprobs, NULL));
         if (rd->include_usage)
             cJSON_AddNullToObject(root, "usage");
         rd->text_offset += characters(o->text + ev->text_off, ev->text_len);
@@ -96,8 +80,8 @@ void api_render_completions_events(api_render *rd, const queue_output *o, api_bu
 void api_render_completions_final(const api_render *rd, const queue_result *res, api_buf *b)
 {
     cJSON *root = completion_object(rd);
-    cJSON_AddItemToArray(cJSON_AddArrayToObject(root, "choices"),
-                         choice(cJSON_CreateString(""), NULL, api_finish_name(rd->kind, res->finish)));
+    cJSON *choice = api_render_choice("text", cJSON_CreateString(""), NULL, api_finish_name(rd->kind, res->finish));
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(root, "choices"), choice);
     if (rd->include_usage)
         cJSON_AddNullToObject(root, "usage");
     api_render_sse(b, root);

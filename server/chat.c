@@ -1,6 +1,7 @@
 /* chat.c — the chat route's model side: which template (the model directory's, from chat_template.jinja or
- * tokenizer_config.json as transformers finds it, or --chat-template FILE) with which bos_token and eos_token, the end-of-turn tokens generation stops on besides the
- * model's eos ids, and a request's prompt: rendered, then tokenized without adding special tokens. */
+ * tokenizer_config.json as transformers finds it, or --chat-template FILE) with which bos_token and eos_token, the
+ * end-of-turn tokens generation stops on besides the model's eos ids, and a request's prompt: rendered, then
+ * tokenized without adding special tokens. */
 #include "chat.h"
 
 #include <stdio.h>
@@ -75,8 +76,8 @@ static void describe(chat *c, const char *from)
                      from);
     for (int i = 0; i < c->n_eot && n > 0 && (size_t)n < sizeof c->describe; i++) {
         char *name = token_string(c->tok, c->eot[i]);
-        n += snprintf(c->describe + n, sizeof c->describe - (size_t)n, "%s %s (%d)", i ? "," : " and", name ? name : "?",
-                      c->eot[i]);
+        n += snprintf(c->describe + n, sizeof c->describe - (size_t)n, "%s %s (%d)", i ? "," : " and",
+                      name ? name : "?", c->eot[i]);
         fk_free(name);
     }
 }
@@ -120,7 +121,10 @@ chat *chat_create(const char *model_dir, const char *file, const char *source, f
     if (c->tmpl)
         find_turn_ends(c, text, &info);
     char from[4200];
-    snprintf(from, sizeof from, "%s%s", text == source ? "" : "the model directory ", text == source ? file : model_dir);
+    if (text == source)
+        snprintf(from, sizeof from, "%s", file);
+    else
+        snprintf(from, sizeof from, "the model directory %s", model_dir);
     describe(c, from);
     fk_chat_template_free(given);
     fk_free(found);

@@ -365,7 +365,8 @@ static routes_action generation(routes_call *c, const cJSON *root, api_kind kind
     bool ok = api_check_prompt(&g, n, &rt->lim, &e);
     if (ok && (r = queue_request_create(rt->q, c->consumer, g.stream))) {
         const uint64_t serial = atomic_fetch_add(&rt->next_id, 1);
-        static const char *const prefix[] = {[API_GENERATE] = "gen", [API_COMPLETIONS] = "cmpl", [API_CHAT] = "chatcmpl"};
+        static const char *const prefix[] = {
+            [API_GENERATE] = "gen", [API_COMPLETIONS] = "cmpl", [API_CHAT] = "chatcmpl"};
         snprintf(r->id, sizeof r->id, "%s-%llu", prefix[kind], (unsigned long long)serial);
         r->params = g.params;
         if (!g.seed_given)

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "utf8.h"
 
 /* ---- strict syntax (RFC 8259) ---- */
 
@@ -222,17 +223,6 @@ static int compare_strings(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* At most `max` bytes of s, cut at a character boundary (for messages). */
-static int clip(const char *s, int max)
-{
-    int n = (int)strlen(s);
-    if (n <= max)
-        return n;
-    while (max > 0 && ((unsigned char)s[max] & 0xC0) == 0x80)
-        max--;
-    return max;
-}
-
 /* No object of the tree repeats a key. */
 static bool check_keys(const cJSON *node, json_fault *f)
 {
@@ -257,7 +247,7 @@ static bool check_keys(const cJSON *node, json_fault *f)
             dup = keys[i];
     if (dup) {
         snprintf(f->key, sizeof f->key, "%s", dup);
-        fault(f, FK_ERR_FORMAT, "duplicate key \"%.*s\"", clip(dup, 200), dup);
+        fault(f, FK_ERR_FORMAT, "duplicate key \"%.*s\"", utf8_clip(dup, 200), dup);
     }
     free(keys);
     return !dup;

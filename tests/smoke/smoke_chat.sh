@@ -71,7 +71,8 @@ row "invalid UTF-8 in content" 400 "messages is not valid UTF-8" \
     "$(printf '{"messages":[{"role":"user","content":"ab\xff\xfe"}]}')"
 row "overlong UTF-8 in a part" 400 "messages is not valid UTF-8" \
     "$(printf '{"messages":[{"role":"user","content":[{"type":"text","text":"\xc0\xaf"}]}]}')"
-row "invalid UTF-8 in a role" 400 "messages is not valid UTF-8" "$(printf '{"messages":[{"role":"us\xe9r","content":"a"}]}')"
+row "invalid UTF-8 in a role" 400 "messages is not valid UTF-8" \
+    "$(printf '{"messages":[{"role":"us\xe9r","content":"a"}]}')"
 row "NUL" 400 "NUL character not allowed" '{"messages":[{"role":"user","content":"a\u0000b"}]}'
 row "lone surrogate" 400 "invalid JSON" '{"messages":[{"role":"user","content":"\ud800"}]}'
 row "duplicate key" 400 'duplicate key "content"' '{"messages":[{"role":"user","content":"a","content":"b"}]}'
@@ -79,14 +80,16 @@ row "duplicate messages" 400 'duplicate key "messages"' "{\"messages\":[$U],\"me
 
 note "fields"
 row "n" 400 "n must be 1 (one completion per request), got 2" "{\"messages\":[$U],\"n\":2}"
-row "tools" 400 "tools is not supported" "{\"messages\":[$U],\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}]}"
+row "tools" 400 "tools is not supported" \
+    "{\"messages\":[$U],\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}]}"
 row "tool_choice" 400 "tool_choice is not supported" "{\"messages\":[$U],\"tool_choice\":\"required\"}"
 row "response_format" 400 "response_format is not supported" \
     "{\"messages\":[$U],\"response_format\":{\"type\":\"json_object\"}}"
 row "tool_calls" 400 "messages[0].tool_calls is not supported" \
     '{"messages":[{"role":"assistant","content":"","tool_calls":[{"id":"c1","type":"function"}]}]}'
 row "logprobs as a number" 400 "logprobs must be a boolean (true or false)" "{\"messages\":[$U],\"logprobs\":5}"
-row "top_logprobs without logprobs" 400 "top_logprobs needs logprobs to be true" "{\"messages\":[$U],\"top_logprobs\":5}"
+row "top_logprobs without logprobs" 400 "top_logprobs needs logprobs to be true" \
+    "{\"messages\":[$U],\"top_logprobs\":5}"
 row "top_logprobs 21" 400 "top_logprobs must be in [0, 20], got 21" \
     "{\"messages\":[$U],\"logprobs\":true,\"top_logprobs\":21}"
 row "max_completion_tokens 0" 400 "max_completion_tokens must be at least 1, got 0" \
@@ -103,7 +106,8 @@ long=$(printf 'hello %.0s' $(seq 1 2500))
 messages="[{\"role\":\"system\",\"content\":\"Be brief.\"},{\"role\":\"user\",\"content\":\"$long\"}]"
 n=$(tokens_of "$messages")
 [ "$n" -gt 2048 ] || fail "the long conversation has only $n tokens"
-row "over the context" 400 "the messages have $n tokens once rendered with the chat template; maximum context length is 2048" \
+row "over the context" 400 \
+    "the messages have $n tokens once rendered with the chat template; maximum context length is 2048" \
     "{\"messages\":$messages}"
 messages="[{\"role\":\"user\",\"content\":\"$(printf 'hello %.0s' $(seq 1 800))\"}]"
 n=$(tokens_of "$messages")

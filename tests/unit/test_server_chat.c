@@ -132,7 +132,8 @@ static void test_bad_requests(void **state)
         {"{}", "messages is required and must be an array of messages", "messages", 400},
         {"{\"messages\":null}", "messages is required and must be an array of messages", "messages", 400},
         {"{\"messages\":\"hi\"}", "messages is required and must be an array of messages", "messages", 400},
-        {"{\"messages\":{\"role\":\"user\",\"content\":\"hi\"}}", "messages is required and must be an array of messages",
+        {"{\"messages\":{\"role\":\"user\",\"content\":\"hi\"}}",
+         "messages is required and must be an array of messages",
          "messages", 400},
         {"{\"messages\":[]}", "messages cannot be empty", "messages", 400},
         {"{\"prompt\":\"hi\"}", "messages is required and must be an array of messages", "messages", 400},
@@ -178,7 +179,8 @@ static void test_bad_requests(void **state)
         {"{\"messages\":[{\"role\":\"user\",\"content\":\"a\xff\"}]}", "messages is not valid UTF-8", "messages", 400},
         {"{\"messages\":[{\"role\":\"user\",\"role\":\"system\",\"content\":\"a\"}]}", "duplicate key \"role\"",
          "role", 400},
-        {"{\"messages\":[{\"role\":\"user\",\"content\":\"a\\u0000\"}]}", "NUL character not allowed (\\u0000 at byte 40)",
+        {"{\"messages\":[{\"role\":\"user\",\"content\":\"a\\u0000\"}]}",
+         "NUL character not allowed (\\u0000 at byte 40)",
          NULL, 400},
         /* fields */
         {"{\"messages\":[{\"role\":\"user\",\"content\":\"a\"}],\"max_completion_tokens\":0}",
@@ -187,7 +189,8 @@ static void test_bad_requests(void **state)
          "max_completion_tokens must be <= 2048 (the context length), got 1e+09", "max_completion_tokens", 400},
         {"{\"messages\":[{\"role\":\"user\",\"content\":\"a\"}],\"max_tokens\":2.5}", "max_tokens must be an integer",
          "max_tokens", 400},
-        {"{\"messages\":[{\"role\":\"user\",\"content\":\"a\"}],\"temperature\":3}", "temperature must be in [0, 2], got 3",
+        {"{\"messages\":[{\"role\":\"user\",\"content\":\"a\"}],\"temperature\":3}",
+         "temperature must be in [0, 2], got 3",
          "temperature", 400},
         {"{\"messages\":[{\"role\":\"user\",\"content\":\"a\"}],\"logprobs\":2}",
          "logprobs must be a boolean (true or false)", "logprobs", 400},
@@ -199,7 +202,8 @@ static void test_bad_requests(void **state)
          "top_logprobs must be in [0, 20], got -1", "top_logprobs", 400},
         {"{\"messages\":[{\"role\":\"user\",\"content\":\"a\"}],\"seed\":-1}",
          "seed must be in [0, 9007199254740991], got -1", "seed", 400},
-        {"{\"messages\":[{\"role\":\"user\",\"content\":\"a\"}],\"stop\":[\"\"]}", "stop cannot contain an empty string",
+        {"{\"messages\":[{\"role\":\"user\",\"content\":\"a\"}],\"stop\":[\"\"]}",
+         "stop cannot contain an empty string",
          "stop", 400},
         {"{\"messages\":[{\"role\":\"user\",\"content\":\"a\"}],\"stream\":\"yes\"}",
          "stream must be a boolean (true or false)", "stream", 400},
@@ -214,7 +218,8 @@ static void test_bad_requests(void **state)
          "n must be 1 (one completion per request), got 2", "n", 400},
         {"{\"messages\":[{\"role\":\"user\",\"content\":\"a\"}],\"tools\":[{\"type\":\"function\"}]}",
          "tools is not supported", "tools", 400},
-        {"{\"messages\":[{\"role\":\"user\",\"content\":\"a\"}],\"tool_choice\":\"auto\"}", "tool_choice is not supported",
+        {"{\"messages\":[{\"role\":\"user\",\"content\":\"a\"}],\"tool_choice\":\"auto\"}",
+         "tool_choice is not supported",
          "tool_choice", 400},
         {"{\"messages\":[{\"role\":\"user\",\"content\":\"a\"}],\"functions\":[{}]}", "functions is not supported",
          "functions", 400},
@@ -225,7 +230,8 @@ static void test_bad_requests(void **state)
         {"{\"messages\":[{\"role\":\"user\",\"content\":\"a\"}],\"modalities\":[\"text\",\"audio\"]}",
          "modalities is not supported", "modalities", 400},
         {"{\"messages\":[{\"role\":\"user\",\"content\":\"a\"}],\"audio\":{}}", "audio is not supported", "audio", 400},
-        {"{\"messages\":[{\"role\":\"user\",\"content\":\"a\"}],\"logit_bias\":{\"5\":1}}", "logit_bias is not supported",
+        {"{\"messages\":[{\"role\":\"user\",\"content\":\"a\"}],\"logit_bias\":{\"5\":1}}",
+         "logit_bias is not supported",
          "logit_bias", 400},
         {"{\"messages\":[{\"role\":\"user\",\"content\":\"a\"}],\"echo\":true}", "echo is not supported", "echo", 400},
     };
@@ -245,7 +251,8 @@ static void test_context_counts(void **state)
     assert_int_equal(e.status, 400);
     assert_string_equal(e.param, "messages");
     assert_string_equal(e.message,
-                        "the messages have 3000 tokens once rendered with the chat template; maximum context length is 2048");
+                        "the messages have 3000 tokens once rendered with the chat template; "
+                        "maximum context length is 2048");
     done(&g);
     parse_chat("{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"max_tokens\":100}", &g);
     assert_false(api_check_prompt(&g, 2000, &limits, &e));
