@@ -68,10 +68,10 @@ static fk_status python_attribute(jrt *rt, jv obj, const char *name, jv *out, bo
             *out = jv_bool(i + 1 == n);
         else if (!strcmp(name, "length"))
             *out = jv_int((int64_t)n);
-        else if (!strcmp(name, "depth"))
-            *out = jv_int(l->depth0 + 1);
+        else if (!strcmp(name, "depth")) /* recursive loops are not supported: always the first level */
+            *out = jv_int(1);
         else if (!strcmp(name, "depth0"))
-            *out = jv_int(l->depth0);
+            *out = jv_int(0);
         else if (!strcmp(name, "previtem"))
             return i > 0 ? (*out = jv_ref(l->items->items[i - 1]), FK_OK)
                          : jv_undefined_why(rt, out, "there is no previous item");

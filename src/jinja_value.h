@@ -95,7 +95,6 @@ struct jloop {
     int32_t refs;
     jlist *items;           /* what the loop iterates, filtered */
     size_t index0;
-    int depth0;
     bool changed_set;       /* loop.changed() was called: changed holds its last arguments */
     jv changed;
 };
