@@ -431,7 +431,7 @@ static fk_status eval_sequence(render *r, jscope *s, const jexpr *e, jv *out)
         st = jv_dict_set(r->rt, out->u.d, v, val);
     }
     if (st)
-        jv_unref(*out);
+        jv_clear(out);
     return st;
 }
 

@@ -168,7 +168,7 @@ static fk_status key_by_attribute(jrt *rt, jv item, void *ctx, jv *key)
         at = end + 1;
     }
     if (st)
-        jv_unref(*key);
+        jv_clear(key);
     return st;
 }
 
@@ -225,7 +225,7 @@ static fk_status f_batch(jrt *rt, jv v, const jargs *a, jv *out)
     jv_unref(row);
     jv_unref(items);
     if (st && out->type == JV_LIST)
-        jv_unref(*out);
+        jv_clear(out);
     return st;
 }
 
@@ -673,7 +673,7 @@ static fk_status f_map(jrt *rt, jv v, const jargs *a, jv *out)
     }
     jv_unref(items);
     if (st)
-        jv_unref(*out);
+        jv_clear(out);
     return st;
 }
 
@@ -766,7 +766,7 @@ static fk_status select_items(jrt *rt, jv v, const jargs *a, bool keep, bool by_
     }
     jv_unref(items);
     if (st)
-        jv_unref(*out);
+        jv_clear(out);
     return st;
 }
 
@@ -1056,7 +1056,7 @@ static fk_status f_unique(jrt *rt, jv v, const jargs *a, jv *out)
     jv_unref(seen);
     jv_unref(items);
     if (st && out->type == JV_LIST)
-        jv_unref(*out);
+        jv_clear(out);
     return st;
 }
 

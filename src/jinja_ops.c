@@ -249,7 +249,7 @@ fk_status jv_slice(jrt *rt, jv obj, jv start, jv stop, jv step, jv *out)
         for (int64_t k = 0; k < count && !st; k++)
             st = jv_list_push(rt, out->u.l, jv_ref(l->items[first + k * by]));
         if (st)
-            jv_unref(*out);
+            jv_clear(out);
         return st;
     }
     const jstr *s = obj.u.s;
@@ -324,7 +324,7 @@ static fk_status repeat(jrt *rt, jv seq, int64_t n, jv *out)
         for (size_t k = 0; k < l->n && !st; k++)
             st = jv_list_push(rt, out->u.l, jv_ref(l->items[k]));
     if (st)
-        jv_unref(*out);
+        jv_clear(out);
     return st;
 }
 
@@ -347,7 +347,7 @@ static fk_status concat(jrt *rt, jv a, jv b, jv *out)
     for (size_t i = 0; i < b.u.l->n && !st; i++)
         st = jv_list_push(rt, out->u.l, jv_ref(b.u.l->items[i]));
     if (st)
-        jv_unref(*out);
+        jv_clear(out);
     return st;
 }
 
@@ -579,6 +579,6 @@ fk_status jv_iter(jrt *rt, jv v, jv *out)
     default: return jrt_fail(rt, "'%s' object is not iterable", jv_type_name(v));
     }
     if (st)
-        jv_unref(*out);
+        jv_clear(out);
     return st;
 }

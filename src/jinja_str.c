@@ -290,7 +290,7 @@ fk_status pystr_split(jrt *rt, const jstr *s, const jstr *sep, int64_t maxsplit,
         }
     }
     if (st)
-        jv_unref(*out);
+        jv_clear(out);
     return st;
 }
 
@@ -320,7 +320,7 @@ fk_status pystr_splitlines(jrt *rt, const jstr *s, bool keepends, jv *out)
     if (!st && start < s->len)
         st = push_str(rt, out->u.l, s->data + start, s->len - start);
     if (st && out->type == JV_LIST)
-        jv_unref(*out);
+        jv_clear(out);
     return st;
 }
 

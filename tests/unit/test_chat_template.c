@@ -168,7 +168,7 @@ static void test_bad_messages(void **state)
     fk_chat_template *t;
     fk_error err = {0};
     assert_int_equal(fk_chat_template_parse("{{ 'a\xc3' }}", 9, &t, &err), FK_ERR_FORMAT);
-    assert_string_equal(err.message, "the template is not valid UTF-8 at byte 6");
+    assert_string_equal(err.message, "the template is not valid UTF-8 at byte 5");
     assert_int_equal(fk_chat_template_parse("{{ 1 }}", 7, &t, &err), FK_OK);
     char *text;
     size_t len;
