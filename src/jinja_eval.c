@@ -40,7 +40,6 @@ typedef struct render {
     jbuf *out;                 /* where output goes: the result, or a capture (set block, macro, filter block) */
     const jinja_var *vars;     /* the render's variables, below the top-level scope */
     size_t n_vars;
-    int loop_depth;
 } render;
 
 /* Control flow of a statement: negative values are fk_status errors. */
@@ -328,12 +327,9 @@ static fk_status call_macro(render *r, const jfunc *fn, const jargs *a, jv calle
     jv_unref(c);
     if (!st) {
         jbuf *saved = r->out;
-        int loops = r->loop_depth;
         r->out = &buf;
-        r->loop_depth = 0;
         int flow = exec_block(r, &ms, &fn->macro->body);
         r->out = saved;
-        r->loop_depth = loops;
         st = flow < 0 ? flow : FK_OK;
     }
     scope_end(&ms);
@@ -435,7 +431,7 @@ static fk_status eval_sequence(render *r, jscope *s, const jexpr *e, jv *out)
         st = jv_dict_set(r->rt, out->u.d, v, val);
     }
     if (st)
-        jv_unref(*out);
+        jv_clear(out);
     return st;
 }
 
@@ -690,10 +686,9 @@ static int exec_for(render *r, jscope *s, const jstmt *st_for)
         jv_unref(items);
         return rt->err->status;
     }
-    *loop = (jloop){.refs = 1, .items = items.u.l, .depth0 = r->loop_depth};
+    *loop = (jloop){.refs = 1, .items = items.u.l};
     jv loop_v = {.type = JV_LOOP, .u.loop = loop};
     int flow = FLOW_NEXT;
-    r->loop_depth++;
     for (size_t i = 0; i < items.u.l->n; i++) {
         loop->index0 = i;
         rt->line = st_for->line;
@@ -712,7 +707,6 @@ static int exec_for(render *r, jscope *s, const jstmt *st_for)
             break;
         flow = FLOW_NEXT;
     }
-    r->loop_depth--;
     bool ran = items.u.l->n > 0;
     jv_unref(loop_v);
     if (flow < 0)

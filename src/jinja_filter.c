@@ -154,17 +154,21 @@ static fk_status key_by_attribute(jrt *rt, jv item, void *ctx, jv *key)
     if (!k->multi || k->attribute.type != JV_STR)
         return get_attribute(rt, item, k->attribute, jv_none(), k->lower, key);
     /* make_multi_attrgetter: the keys of "a,b" as a list, compared item by item. */
-    jv parts;
-    fk_status st = pystr_split(rt, k->attribute.u.s, &(jstr){.len = 1, .ncp = 1}, -1, false, &parts);
+    const jstr *spec = k->attribute.u.s;
+    fk_status st = jv_list(rt, 1, false, key);
+    for (size_t at = 0; at <= spec->len && !st;) {
+        const char *comma = memchr(spec->data + at, ',', spec->len - at);
+        size_t end = comma ? (size_t)(comma - spec->data) : spec->len;
+        jv name, one;
+        if ((st = jv_str(rt, spec->data + at, end - at, &name)))
+            break;
+        if (!(st = get_attribute(rt, item, name, jv_none(), k->lower, &one)))
+            st = jv_list_push(rt, key->u.l, one);
+        jv_unref(name);
+        at = end + 1;
+    }
     if (st)
-        return st;
-    if (!(st = jv_list(rt, parts.u.l->n, false, key)))
-        for (size_t i = 0; i < parts.u.l->n && !st; i++) {
-            jv one;
-            if (!(st = get_attribute(rt, item, parts.u.l->items[i], jv_none(), k->lower, &one)))
-                st = jv_list_push(rt, key->u.l, one);
-        }
-    jv_unref(parts);
+        jv_clear(key);
     return st;
 }
 
@@ -221,7 +225,7 @@ static fk_status f_batch(jrt *rt, jv v, const jargs *a, jv *out)
     jv_unref(row);
     jv_unref(items);
     if (st && out->type == JV_LIST)
-        jv_unref(*out);
+        jv_clear(out);
     return st;
 }
 
@@ -669,7 +673,7 @@ static fk_status f_map(jrt *rt, jv v, const jargs *a, jv *out)
     }
     jv_unref(items);
     if (st)
-        jv_unref(*out);
+        jv_clear(out);
     return st;
 }
 
@@ -762,7 +766,7 @@ static fk_status select_items(jrt *rt, jv v, const jargs *a, bool keep, bool by_
     }
     jv_unref(items);
     if (st)
-        jv_unref(*out);
+        jv_clear(out);
     return st;
 }
 
@@ -1052,7 +1056,7 @@ static fk_status f_unique(jrt *rt, jv v, const jargs *a, jv *out)
     jv_unref(seen);
     jv_unref(items);
     if (st && out->type == JV_LIST)
-        jv_unref(*out);
+        jv_clear(out);
     return st;
 }
 

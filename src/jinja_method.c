@@ -281,7 +281,7 @@ static fk_status pairs(jrt *rt, const jdict *d, int which, jv *out)
             st = jv_list_push(rt, out->u.l, item);
     }
     if (st && out->type == JV_LIST)
-        jv_unref(*out);
+        jv_clear(out);
     return st;
 }
 
@@ -416,7 +416,7 @@ static fk_status container_method(jrt *rt, method_id id, const char *fname, jv s
                 st = jv_dict_set(rt, out->u.d, jv_ref(self.u.d->keys[i]), jv_ref(self.u.d->vals[i]));
         }
         if (st)
-            jv_unref(*out);
+            jv_clear(out);
         return st;
     case M_COUNT:
     case M_INDEX: {
@@ -530,7 +530,7 @@ static fk_status range(jrt *rt, const jargs *a, jv *out)
     for (int64_t i = 0; i < (int64_t)n && !st; i++)
         st = jv_list_push(rt, out->u.l, jv_int(v[0] + i * v[2]));
     if (st && out->type == JV_LIST)
-        jv_unref(*out);
+        jv_clear(out);
     return st;
 }
 
@@ -640,7 +640,7 @@ fk_status jinja_global_call(jrt *rt, int id, const jargs *args, jv *out)
         if ((st = jv_dict(rt, 0, out)))
             return st;
         if ((st = fill_dict(rt, "dict", out->u.d, args, false)))
-            jv_unref(*out);
+            jv_clear(out);
         return st;
     case G_RAISE_EXCEPTION: {
         static const char *const params[] = {"message"};

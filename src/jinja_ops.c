@@ -68,10 +68,10 @@ static fk_status python_attribute(jrt *rt, jv obj, const char *name, jv *out, bo
             *out = jv_bool(i + 1 == n);
         else if (!strcmp(name, "length"))
             *out = jv_int((int64_t)n);
-        else if (!strcmp(name, "depth"))
-            *out = jv_int(l->depth0 + 1);
+        else if (!strcmp(name, "depth")) /* recursive loops are not supported: always the first level */
+            *out = jv_int(1);
         else if (!strcmp(name, "depth0"))
-            *out = jv_int(l->depth0);
+            *out = jv_int(0);
         else if (!strcmp(name, "previtem"))
             return i > 0 ? (*out = jv_ref(l->items->items[i - 1]), FK_OK)
                          : jv_undefined_why(rt, out, "there is no previous item");
@@ -249,7 +249,7 @@ fk_status jv_slice(jrt *rt, jv obj, jv start, jv stop, jv step, jv *out)
         for (int64_t k = 0; k < count && !st; k++)
             st = jv_list_push(rt, out->u.l, jv_ref(l->items[first + k * by]));
         if (st)
-            jv_unref(*out);
+            jv_clear(out);
         return st;
     }
     const jstr *s = obj.u.s;
@@ -324,7 +324,7 @@ static fk_status repeat(jrt *rt, jv seq, int64_t n, jv *out)
         for (size_t k = 0; k < l->n && !st; k++)
             st = jv_list_push(rt, out->u.l, jv_ref(l->items[k]));
     if (st)
-        jv_unref(*out);
+        jv_clear(out);
     return st;
 }
 
@@ -347,7 +347,7 @@ static fk_status concat(jrt *rt, jv a, jv b, jv *out)
     for (size_t i = 0; i < b.u.l->n && !st; i++)
         st = jv_list_push(rt, out->u.l, jv_ref(b.u.l->items[i]));
     if (st)
-        jv_unref(*out);
+        jv_clear(out);
     return st;
 }
 
@@ -579,6 +579,6 @@ fk_status jv_iter(jrt *rt, jv v, jv *out)
     default: return jrt_fail(rt, "'%s' object is not iterable", jv_type_name(v));
     }
     if (st)
-        jv_unref(*out);
+        jv_clear(out);
     return st;
 }

@@ -200,11 +200,8 @@ static fk_status split_whitespace(jrt *rt, const jstr *s, int64_t maxsplit, bool
             if (at >= s->len)
                 break;
             size_t end = at;
-            if (maxsplit >= 0 && (int64_t)l->n >= maxsplit) {
-                size_t a, b;
-                pystr_strip(d + at, s->len - at, NULL, PYSTR_RIGHT, &a, &b);
-                return push_str(rt, l, d + at, b);
-            }
+            if (maxsplit >= 0 && (int64_t)l->n >= maxsplit)
+                return push_str(rt, l, d + at, s->len - at); /* the rest, trailing whitespace kept */
             for (next = end; end < s->len && !pystr_isspace(pystr_next(d, &next));)
                 end = next;
             st = push_str(rt, l, d + at, end - at);
@@ -221,8 +218,7 @@ static fk_status split_whitespace(jrt *rt, const jstr *s, int64_t maxsplit, bool
         if (end == 0)
             break;
         if (maxsplit >= 0 && (int64_t)l->n >= maxsplit) {
-            pystr_strip(d, end, NULL, PYSTR_LEFT, &a, &b);
-            st = push_str(rt, l, d + a, end - a);
+            st = push_str(rt, l, d, end); /* the rest, leading whitespace kept */
             break;
         }
         size_t start = end;
@@ -294,7 +290,7 @@ fk_status pystr_split(jrt *rt, const jstr *s, const jstr *sep, int64_t maxsplit,
         }
     }
     if (st)
-        jv_unref(*out);
+        jv_clear(out);
     return st;
 }
 
@@ -324,7 +320,7 @@ fk_status pystr_splitlines(jrt *rt, const jstr *s, bool keepends, jv *out)
     if (!st && start < s->len)
         st = push_str(rt, out->u.l, s->data + start, s->len - start);
     if (st && out->type == JV_LIST)
-        jv_unref(*out);
+        jv_clear(out);
     return st;
 }
 

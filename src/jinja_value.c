@@ -197,6 +197,12 @@ void jv_unref(jv v)
     free(r); /* the refcount is every object's first member */
 }
 
+void jv_clear(jv *v)
+{
+    jv_unref(*v);
+    *v = jv_none();
+}
+
 /* ---- construction ---- */
 
 static size_t count_code_points(const char *s, size_t len)
@@ -276,6 +282,7 @@ fk_status jv_undefined_why(jrt *rt, jv *out, const char *fmt, ...)
 
 fk_status jv_list(jrt *rt, size_t cap, bool tuple, jv *out)
 {
+    *out = jv_none();
     jlist *l = jrt_alloc(rt, sizeof *l);
     if (!l)
         return failed(rt);
@@ -283,7 +290,7 @@ fk_status jv_list(jrt *rt, size_t cap, bool tuple, jv *out)
     *out = (jv){.type = JV_LIST, .u.l = l};
     fk_status st = grow(rt, (void **)&l->items, &l->cap, 0, cap, sizeof(jv));
     if (st)
-        jv_unref(*out);
+        jv_clear(out);
     return st;
 }
 
@@ -318,6 +325,7 @@ fk_status jv_list_push(jrt *rt, jlist *l, jv item)
 
 fk_status jv_dict(jrt *rt, size_t cap, jv *out)
 {
+    *out = jv_none();
     jdict *d = jrt_alloc(rt, sizeof *d);
     if (!d)
         return failed(rt);
@@ -330,7 +338,7 @@ fk_status jv_dict(jrt *rt, size_t cap, jv *out)
     if (!st)
         st = grow(rt, (void **)&d->vals, &d->cap, 0, cap, sizeof(jv));
     if (st)
-        jv_unref(*out);
+        jv_clear(out);
     return st;
 }
 
@@ -672,7 +680,7 @@ static fk_status convert(jrt *rt, const cJSON *c, json_numbers *nums, const char
                 st = jv_list_push(rt, out->u.l, item);
         }
         if (st && out->type == JV_LIST)
-            jv_unref(*out);
+            jv_clear(out);
     } else {
         st = jv_dict(rt, (size_t)cJSON_GetArraySize(c), out);
         for (const cJSON *e = c->child; e && !st; e = e->next) {
@@ -688,7 +696,7 @@ static fk_status convert(jrt *rt, const cJSON *c, json_numbers *nums, const char
             st = jv_dict_set(rt, out->u.d, key, val);
         }
         if (st && out->type == JV_DICT)
-            jv_unref(*out);
+            jv_clear(out);
     }
     return st;
 }

@@ -95,7 +95,6 @@ struct jloop {
     int32_t refs;
     jlist *items;           /* what the loop iterates, filtered */
     size_t index0;
-    int depth0;
     bool changed_set;       /* loop.changed() was called: changed holds its last arguments */
     jv changed;
 };
@@ -159,6 +158,8 @@ static inline jv jv_float(double f) { return (jv){.type = JV_FLOAT, .u.f = f}; }
 /* Reference counting of the heap values (strings, lists, dicts, functions, loops; undefined's reason). */
 jv jv_ref(jv v);
 void jv_unref(jv v);
+/* Releases *v and leaves None there (failure paths: what they made is gone, and no caller frees it twice). */
+void jv_clear(jv *v);
 
 /* A new string holding a copy of s[len] (valid UTF-8). */
 fk_status jv_str(jrt *rt, const char *s, size_t len, jv *out);
