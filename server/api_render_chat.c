@@ -7,15 +7,23 @@
 
 #include <string.h>
 
-/* {"token", "logprob", "bytes"} of one token, named by its own text (special tokens kept). */
+/* {"token", "logprob", "bytes"} of one token, named by its own text (special tokens kept); "bytes" are all of the
+ * text's (a NUL byte included, which the string cannot hold), null without a tokenizer. */
 static cJSON *token_logprob(const fk_tokenizer *tok, int32_t id, double logprob)
 {
-    cJSON *l = cJSON_CreateObject(), *name = api_render_token_name(tok, id);
-    cJSON_AddItemToObject(l, "token", name);
+    cJSON *l = cJSON_CreateObject();
+    cJSON_AddItemToObject(l, "token", api_render_token_name(tok, id));
     cJSON_AddNumberToObject(l, "logprob", logprob);
-    cJSON *bytes = cJSON_AddArrayToObject(l, "bytes");
-    for (const unsigned char *p = (const unsigned char *)(name ? name->valuestring : ""); *p; p++)
-        cJSON_AddItemToArray(bytes, cJSON_CreateNumber(*p));
+    char *s = NULL;
+    size_t n = 0;
+    if (tok && !fk_tokenizer_decode(tok, &id, 1, false, &s, &n, NULL)) {
+        cJSON *bytes = cJSON_AddArrayToObject(l, "bytes");
+        for (size_t i = 0; i < n; i++)
+            cJSON_AddItemToArray(bytes, cJSON_CreateNumber((unsigned char)s[i]));
+    } else {
+        cJSON_AddNullToObject(l, "bytes");
+    }
+    fk_free(s);
     return l;
 }
 

@@ -437,7 +437,7 @@ static void test_command_usage_and_errors(void **state)
     snprintf(args, sizeof args, "chat-template --template '%s' --messages @/nonexistent.json", path);
     expect_run(args, 1, "", "cannot open /nonexistent.json");
     snprintf(args, sizeof args, "chat-template --template '%s' --messages '[1'", path);
-    expect_run(args, 1, "", "error: messages: invalid JSON at byte 1");
+    expect_run(args, 1, "", "error: messages: invalid JSON at byte 2: unexpected end of input");
     expect_run("chat-template --template /nonexistent.jinja --messages '[]'", 1, "", "cannot open /nonexistent.jinja");
 
     /* A model directory: its template and tokens; flags override the tokens. */

@@ -304,7 +304,8 @@ static cJSON *item(const cJSON *o, const char *key)
     return (cJSON *)v;
 }
 
-/* A logprob entry: "token" is the token's own text, "bytes" its bytes. */
+/* A logprob entry: "token" is the token's own text, "bytes" its bytes (all of them: a byte-level token's text may be
+ * a NUL byte, which a JSON string from cJSON cannot hold). */
 static void expect_token_entry(const cJSON *entry, const fk_tokenizer *tok, int32_t id, float logprob)
 {
     char *s = NULL;
