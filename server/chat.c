@@ -37,8 +37,8 @@ static int32_t special_id(const fk_tokenizer *tok, const char *s)
     return id;
 }
 
-/* A token's own text (special tokens kept), for a bos or eos string tokenizer_config.json did not give; NULL when
- * there is no such token. */
+/* A token's own text (special tokens kept): the bos and eos strings when tokenizer_config.json gives none, and the
+ * end-of-turn tokens' names in the log. NULL when there is no such token. */
 static char *token_string(const fk_tokenizer *tok, int32_t id)
 {
     char *s = NULL;
