@@ -208,18 +208,21 @@ static fk_status f_batch(jrt *rt, jv v, const jargs *a, jv *out)
     jv row = jv_none();
     for (size_t i = 0; i < items.u.l->n && !st; i++) {
         if (i % count == 0) {
-            if (row.type == JV_LIST && (st = jv_list_push(rt, out->u.l, row)))
-                break;
+            if (row.type == JV_LIST) {
+                st = jv_list_push(rt, out->u.l, row);
+                row = jv_none();
+                if (st)
+                    break;
+            }
             if ((st = jv_list(rt, count, false, &row)))
                 break;
         }
         st = jv_list_push(rt, row.u.l, jv_ref(items.u.l->items[i]));
     }
+    while (!st && row.type == JV_LIST && p[1].type != JV_NONE && row.u.l->n < count)
+        st = jv_list_push(rt, row.u.l, jv_ref(p[1]));
     if (!st && row.type == JV_LIST) {
-        while (!st && p[1].type != JV_NONE && row.u.l->n < count)
-            st = jv_list_push(rt, row.u.l, jv_ref(p[1]));
-        if (!st)
-            st = jv_list_push(rt, out->u.l, row);
+        st = jv_list_push(rt, out->u.l, row);
         row = jv_none();
     }
     jv_unref(row);
@@ -693,7 +696,7 @@ static fk_status min_max(jrt *rt, jv v, const jargs *a, bool max, jv *out)
     }
     bool lower = !jv_truthy(p[0]);
     size_t best = 0;
-    jv best_key;
+    jv best_key = jv_none();
     st = get_attribute(rt, items.u.l->items[0], p[1], jv_none(), lower, &best_key);
     for (size_t i = 1; i < items.u.l->n && !st; i++) {
         jv key;
@@ -709,10 +712,9 @@ static fk_status min_max(jrt *rt, jv v, const jargs *a, bool max, jv *out)
             jv_unref(key);
         }
     }
-    if (!st) {
+    if (!st)
         *out = jv_ref(items.u.l->items[best]);
-        jv_unref(best_key);
-    }
+    jv_unref(best_key);
     jv_unref(items);
     return st;
 }
@@ -1283,7 +1285,7 @@ static fk_status t_upper(jrt *rt, jv v, const jargs *a, bool *out)
 /* value % n == r */
 static fk_status modulo_is(jrt *rt, jv v, jv n, int64_t r, bool *out)
 {
-    jv m;
+    jv m = jv_none();
     fk_status st = jv_binop(rt, JOP_MOD, v, n, &m);
     if (!st)
         st = jv_eq(rt, m, jv_int(r), out);
