@@ -1096,7 +1096,7 @@ int jinja_filter_find(const char *name)
 
 bool jinja_filter_is_builtin(const char *name)
 {
-    static const char *const others[] = {"attr",    "filesizeformat", "format",   "groupby", "mark_safe",
+    static const char *const others[] = {"attr",    "filesizeformat", "format",   "groupby",
                                          "pprint",  "random",         "slice",    "striptags", "truncate",
                                          "urlencode", "urlize",       "wordcount", "wordwrap", "xmlattr"};
     for (size_t i = 0; i < sizeof others / sizeof others[0]; i++)

@@ -1138,6 +1138,8 @@ static bool parse_print(parser *p, int line, stmts *out)
     return true;
 }
 
+/* {% filter %} and transformers' {% generation %} (a call block in jinja2: its body is a function of its own, so
+ * break/continue cannot reach loops around it). */
 static jstmt *parse_scoped_block(parser *p, int line, jstmt_kind kind, const char *end_name)
 {
     const char *const end[] = {end_name, NULL};
@@ -1146,7 +1148,12 @@ static jstmt *parse_scoped_block(parser *p, int line, jstmt_kind kind, const cha
         return NULL;
     if (kind == JS_FILTER_BLOCK && !(s->filter = parse_filter(p, NULL, true)))
         return NULL;
-    if (!parse_body(p, end, &s->body))
+    int loops = p->loops;
+    if (kind == JS_SCOPE)
+        p->loops = 0;
+    bool ok = parse_body(p, end, &s->body);
+    p->loops = loops;
+    if (!ok)
         return NULL;
     next(p);
     return s;
