@@ -9,6 +9,7 @@
  *   - rendering fails only with FK_ERR_FORMAT ("line N: ..."), FK_ERR_INVALID_ARGUMENT (raise_exception's
  *     "TemplateError: ...", or messages that are not a JSON array of UTF-8) or FK_ERR_OUT_OF_MEMORY;
  *   - the rendered text is valid UTF-8 when the template and the messages are, and no longer than the budget;
+ *   - a render that succeeds recorded no error on the way (no failure swallowed);
  *   - a second render gives the same status and text (no state leaks between renders).
  * A failed check aborts (libFuzzer reports the input); ASan, UBSan and LeakSanitizer watch everything else. */
 #include <stdint.h>
@@ -71,8 +72,10 @@ static void render(const jinja_template *t, const char *messages, size_t message
     jv_unref(bos);
     jv_unref(eos);
     jrt_free(&rt);
-    if (r->st == FK_OK)
+    if (r->st == FK_OK) {
         CHECK(r->len <= limits.max_output && r->text[r->len] == '\0', "output of %zu bytes", r->len);
+        CHECK(r->err.status == FK_OK, "an error was swallowed: %s", r->err.message);
+    }
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
