@@ -618,7 +618,8 @@ static jexpr *parse_primary(parser *p, bool with_namespace)
             is_name(t, "none") || is_name(t, "None")) {
             if (!(e = node(p, JE_CONST, t->line, 0)))
                 return NULL;
-            e->value = t->text[0] == 'n' || t->text[0] == 'N' ? jv_none() : jv_bool(t->text[0] == 't' || t->text[0] == 'T');
+            char first = (char)(t->text[0] | 0x20);
+            e->value = first == 'n' ? jv_none() : jv_bool(first == 't');
             next(p);
             return e;
         }

@@ -37,7 +37,8 @@ static const char DEFAULT_MESSAGES[] =
     "[{\"role\": \"system\", \"content\": \"Be brief.\"}, {\"role\": \"user\", \"content\": \"Hi {{ there }}\"},"
     " {\"role\": \"assistant\", \"content\": \"<think>x</think>Hello\", \"tool_calls\": [{\"type\": \"function\","
     " \"function\": {\"name\": \"f\", \"arguments\": {\"a\": 1, \"b\": [1.5, null, true]}}}]},"
-    " {\"role\": \"tool\", \"content\": \"42\"}, {\"role\": \"user\", \"content\": [{\"type\": \"text\", \"text\": \"q\"}]}]";
+    " {\"role\": \"tool\", \"content\": \"42\"},"
+    " {\"role\": \"user\", \"content\": [{\"type\": \"text\", \"text\": \"q\"}]}]";
 
 typedef struct result {
     fk_status st;
