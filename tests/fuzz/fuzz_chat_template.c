@@ -50,8 +50,11 @@ typedef struct result {
 /* Renders as fk_chat_template_render does, with small budgets. */
 static void render(const jinja_template *t, const char *messages, size_t messages_len, uint8_t ctl, result *r)
 {
-    jinja_limits limits = {.max_depth = 200, .max_iterations = 20000, .max_steps = 200000,
-                           .max_output = 1 << 20, .max_alloc = 64 << 20};
+    jinja_limits limits = jinja_limits_default();
+    limits.max_iterations = 20000;
+    limits.max_steps = 200000;
+    limits.max_output = 1 << 20;
+    limits.max_alloc = 64 << 20;
     *r = (result){0};
     jrt rt;
     jrt_init(&rt, &limits, &r->err);
@@ -103,7 +106,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
 
     jinja_template *t;
-    CHECK(jinja_parse(src, src_len, 200, &t, &err) == FK_OK, "%s", err.message);
+    CHECK(jinja_parse(src, src_len, jinja_limits_default().max_depth, &t, &err) == FK_OK, "%s", err.message);
     result a, b;
     render(t, messages, messages_len, ctl, &a);
     render(t, messages, messages_len, ctl, &b);
