@@ -280,8 +280,10 @@ void fk_chat_template_free(fk_chat_template *tmpl);
 
 /* The template a model directory ships: tokenizer_config.json's `chat_template`, a string, or the list of
  * {name, template} objects (the one named "default"); also its bos_token and eos_token strings (plain strings or
- * {"content": ...} objects), NULL where absent. *source, *bos and *eos are malloc'd (fk_free). No
- * tokenizer_config.json or no chat_template: FK_ERR_IO / FK_ERR_UNSUPPORTED with a message saying so. */
+ * {"content": ...} objects), NULL where absent. A chat_template.jinja file in the directory (transformers' newer
+ * layout) takes priority over tokenizer_config.json's chat_template, as in transformers. *source, *bos and *eos are
+ * malloc'd (fk_free). No tokenizer_config.json (nor chat_template.jinja) or no chat_template: FK_ERR_IO /
+ * FK_ERR_UNSUPPORTED with a message saying so. */
 fk_status fk_chat_template_find(const char *model_dir, char **source, char **bos, char **eos, fk_error *err);
 
 typedef struct fk_chat_render_params {
@@ -290,7 +292,8 @@ typedef struct fk_chat_render_params {
     bool add_generation_prompt;
     const char *bos_token; /* NULL: undefined in the template */
     const char *eos_token;
-    bool fixed_now;        /* strftime_now reads `now` (seconds since the epoch, UTC) instead of the clock */
+    bool fixed_now;        /* strftime_now reads `now` (seconds since the epoch, UTC) instead of the clock; either
+                            * way it formats local time, as transformers' datetime.now().strftime() does */
     int64_t now;
 } fk_chat_render_params;
 

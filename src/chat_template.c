@@ -145,15 +145,17 @@ static fk_status alias_reasoning(jrt *rt, jv *message)
 {
     static const char *const names[] = {"reasoning_content", "thinking", "reasoning"};
     const jv *reasoning = NULL;
-    for (int i = 0; i < 3 && !reasoning; i++) {
-        const jv *v = jv_dict_get(rt, message->u.d, names[i]);
+    fk_status st = FK_OK;
+    for (int i = 0; i < 3 && !reasoning && !st; i++) {
+        const jv *v;
+        st = jv_dict_get(rt, message->u.d, names[i], &v);
         if (v && v->type != JV_NONE)
             reasoning = v;
     }
-    if (!reasoning)
-        return FK_OK;
+    if (st || !reasoning)
+        return st;
     jv aliased, key;
-    fk_status st = jv_dict(rt, message->u.d->n + 2, &aliased);
+    st = jv_dict(rt, message->u.d->n + 2, &aliased);
     if (st)
         return st;
     if (!(st = jv_str(rt, "thinking", 8, &key)))

@@ -292,7 +292,10 @@ static fk_status bind_params(render *r, jscope *ms, const jfunc *fn, const jargs
         if (!(st = jv_list(rt, 0, true, &rest))) {
             for (size_t i = n_params; i < a->n_pos && !st; i++)
                 st = jv_list_push(rt, rest.u.l, jv_ref(a->pos[i]));
-            st = st ? (jv_unref(rest), st) : scope_set(r, ms, "varargs", rest);
+            if (!st)
+                st = scope_set(r, ms, "varargs", rest);
+            else
+                jv_unref(rest);
         }
     } else if (!st && a->n_pos > n_params) {
         st = jrt_fail(rt, "macro '%s' takes not more than %zu argument(s)", fn->name, n_params);

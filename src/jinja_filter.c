@@ -208,18 +208,21 @@ static fk_status f_batch(jrt *rt, jv v, const jargs *a, jv *out)
     jv row = jv_none();
     for (size_t i = 0; i < items.u.l->n && !st; i++) {
         if (i % count == 0) {
-            if (row.type == JV_LIST && (st = jv_list_push(rt, out->u.l, row)))
-                break;
+            if (row.type == JV_LIST) {
+                st = jv_list_push(rt, out->u.l, row);
+                row = jv_none();
+                if (st)
+                    break;
+            }
             if ((st = jv_list(rt, count, false, &row)))
                 break;
         }
         st = jv_list_push(rt, row.u.l, jv_ref(items.u.l->items[i]));
     }
+    while (!st && row.type == JV_LIST && p[1].type != JV_NONE && row.u.l->n < count)
+        st = jv_list_push(rt, row.u.l, jv_ref(p[1]));
     if (!st && row.type == JV_LIST) {
-        while (!st && p[1].type != JV_NONE && row.u.l->n < count)
-            st = jv_list_push(rt, row.u.l, jv_ref(p[1]));
-        if (!st)
-            st = jv_list_push(rt, out->u.l, row);
+        st = jv_list_push(rt, out->u.l, row);
         row = jv_none();
     }
     jv_unref(row);
@@ -359,7 +362,12 @@ static fk_status f_escape(jrt *rt, jv v, const jargs *a, jv *out)
     jbuf b = {.max = SIZE_MAX};
     for (size_t i = 0; i < s.u.s->len && !st; i++) {
         char c = s.u.s->data[i];
-        const char *rep = c == '&' ? "&amp;" : c == '<' ? "&lt;" : c == '>' ? "&gt;" : c == '"' ? "&#34;" : c == '\'' ? "&#39;" : NULL;
+        const char *rep = c == '&'    ? "&amp;"
+                          : c == '<'  ? "&lt;"
+                          : c == '>'  ? "&gt;"
+                          : c == '"'  ? "&#34;"
+                          : c == '\'' ? "&#39;"
+                                      : NULL;
         st = rep ? jbuf_put(rt, &b, rep, strlen(rep)) : jbuf_putc(rt, &b, c);
     }
     if (!st)
@@ -463,7 +471,8 @@ static bool parse_int(const jstr *s, int base, int64_t *out)
         char c = d[i];
         if (c == '_' && i > a && i + 1 < b && d[i + 1] != '_')
             continue;
-        int digit = c >= '0' && c <= '9' ? c - '0' : (c | 0x20) >= 'a' && (c | 0x20) <= 'z' ? (c | 0x20) - 'a' + 10 : 99;
+        char lc = (char)(c | 0x20);
+        int digit = c >= '0' && c <= '9' ? c - '0' : lc >= 'a' && lc <= 'z' ? lc - 'a' + 10 : 99;
         if (digit >= base || v > (UINT64_MAX - (uint64_t)digit) / (uint64_t)base)
             return false;
         v = v * (uint64_t)base + (uint64_t)digit;
@@ -693,7 +702,7 @@ static fk_status min_max(jrt *rt, jv v, const jargs *a, bool max, jv *out)
     }
     bool lower = !jv_truthy(p[0]);
     size_t best = 0;
-    jv best_key;
+    jv best_key = jv_none();
     st = get_attribute(rt, items.u.l->items[0], p[1], jv_none(), lower, &best_key);
     for (size_t i = 1; i < items.u.l->n && !st; i++) {
         jv key;
@@ -709,10 +718,9 @@ static fk_status min_max(jrt *rt, jv v, const jargs *a, bool max, jv *out)
             jv_unref(key);
         }
     }
-    if (!st) {
+    if (!st)
         *out = jv_ref(items.u.l->items[best]);
-        jv_unref(best_key);
-    }
+    jv_unref(best_key);
     jv_unref(items);
     return st;
 }
@@ -1094,7 +1102,7 @@ int jinja_filter_find(const char *name)
 
 bool jinja_filter_is_builtin(const char *name)
 {
-    static const char *const others[] = {"attr",    "filesizeformat", "format",   "groupby", "mark_safe",
+    static const char *const others[] = {"attr",    "filesizeformat", "format",   "groupby",
                                          "pprint",  "random",         "slice",    "striptags", "truncate",
                                          "urlencode", "urlize",       "wordcount", "wordwrap", "xmlattr"};
     for (size_t i = 0; i < sizeof others / sizeof others[0]; i++)
@@ -1110,291 +1118,30 @@ fk_status jinja_filter_apply(jrt *rt, int id, jv value, const jargs *args, jv *o
 
 /* ---- tests ---- */
 
-/* The one argument of a test (sameas, divisibleby, eq, ...). */
-static fk_status test_arg(jrt *rt, const char *name, const jargs *a, jv *out)
-{
-    if (a->n_pos != 1 || a->n_kw)
-        return jrt_fail(rt, "%s() takes exactly one positional argument (%zu given)", name, a->n_pos + a->n_kw);
-    *out = a->pos[0];
-    return FK_OK;
-}
-
-static fk_status t_defined(jrt *rt, jv v, const jargs *a, bool *out)
-{
-    (void)rt, (void)a;
-    *out = v.type != JV_UNDEFINED;
-    return FK_OK;
-}
-
-static fk_status t_undefined(jrt *rt, jv v, const jargs *a, bool *out)
-{
-    (void)rt, (void)a;
-    *out = v.type == JV_UNDEFINED;
-    return FK_OK;
-}
-
-static fk_status t_none(jrt *rt, jv v, const jargs *a, bool *out)
-{
-    (void)rt, (void)a;
-    *out = v.type == JV_NONE;
-    return FK_OK;
-}
-
-static fk_status t_boolean(jrt *rt, jv v, const jargs *a, bool *out)
-{
-    (void)rt, (void)a;
-    *out = v.type == JV_BOOL;
-    return FK_OK;
-}
-
-static fk_status t_false(jrt *rt, jv v, const jargs *a, bool *out)
-{
-    (void)rt, (void)a;
-    *out = v.type == JV_BOOL && !v.u.b;
-    return FK_OK;
-}
-
-static fk_status t_true(jrt *rt, jv v, const jargs *a, bool *out)
-{
-    (void)rt, (void)a;
-    *out = v.type == JV_BOOL && v.u.b;
-    return FK_OK;
-}
-
-static fk_status t_integer(jrt *rt, jv v, const jargs *a, bool *out)
-{
-    (void)rt, (void)a;
-    *out = v.type == JV_INT;
-    return FK_OK;
-}
-
-static fk_status t_float(jrt *rt, jv v, const jargs *a, bool *out)
-{
-    (void)rt, (void)a;
-    *out = v.type == JV_FLOAT;
-    return FK_OK;
-}
-
-static fk_status t_number(jrt *rt, jv v, const jargs *a, bool *out)
-{
-    (void)rt, (void)a;
-    *out = jv_is_number(v);
-    return FK_OK;
-}
-
-static fk_status t_string(jrt *rt, jv v, const jargs *a, bool *out)
-{
-    (void)rt, (void)a;
-    *out = v.type == JV_STR;
-    return FK_OK;
-}
-
-static fk_status t_mapping(jrt *rt, jv v, const jargs *a, bool *out)
-{
-    (void)rt, (void)a;
-    *out = v.type == JV_DICT;
-    return FK_OK;
-}
-
-static fk_status t_iterable(jrt *rt, jv v, const jargs *a, bool *out)
-{
-    (void)rt, (void)a;
-    *out = v.type == JV_STR || v.type == JV_LIST || v.type == JV_DICT || v.type == JV_UNDEFINED ||
-           v.type == JV_LOOP;
-    return FK_OK;
-}
-
-static fk_status t_sequence(jrt *rt, jv v, const jargs *a, bool *out)
-{
-    (void)rt, (void)a;
-    *out = v.type == JV_STR || v.type == JV_LIST || v.type == JV_DICT || v.type == JV_UNDEFINED;
-    return FK_OK;
-}
-
-static fk_status t_callable(jrt *rt, jv v, const jargs *a, bool *out)
-{
-    (void)rt, (void)a;
-    *out = v.type == JV_FUNC || v.type == JV_LOOP || v.type == JV_UNDEFINED;
-    return FK_OK;
-}
-
-static fk_status t_escaped(jrt *rt, jv v, const jargs *a, bool *out)
-{
-    (void)rt, (void)a, (void)v;
-    *out = false;
-    return FK_OK;
-}
-
-static fk_status t_sameas(jrt *rt, jv v, const jargs *a, bool *out)
-{
-    jv other = jv_none();
-    fk_status st = test_arg(rt, "sameas", a, &other);
-    if (st)
-        return st;
-    /* Python's `is`: None, True and False are singletons, the rest is identity. */
-    if (v.type != other.type)
-        *out = false;
-    else if (v.type == JV_NONE || v.type == JV_UNDEFINED)
-        *out = v.type == JV_NONE;
-    else if (v.type == JV_BOOL || v.type == JV_INT)
-        *out = v.u.i == other.u.i;
-    else if (v.type == JV_FLOAT)
-        *out = false;
-    else
-        *out = v.u.s == other.u.s;
-    return FK_OK;
-}
-
-/* str(value).islower() / isupper(): some cased character, and none of the other case. */
-static fk_status case_test(jrt *rt, jv v, bool lower, bool *out)
-{
-    jv s, swapped;
-    fk_status st = jv_to_str(rt, v, &s);
-    if (st)
-        return st;
-    jv mapped;
-    if (!(st = pystr_case_map(rt, s.u.s, lower ? PYSTR_LOWER : PYSTR_UPPER, &mapped))) {
-        if (!(st = pystr_case_map(rt, s.u.s, lower ? PYSTR_UPPER : PYSTR_LOWER, &swapped))) {
-            bool eq1, eq2;
-            st = jv_eq(rt, s, mapped, &eq1);
-            if (!st)
-                st = jv_eq(rt, s, swapped, &eq2);
-            *out = !st && eq1 && !eq2;
-            jv_unref(swapped);
-        }
-        jv_unref(mapped);
-    }
-    jv_unref(s);
-    return st;
-}
-
-static fk_status t_lower(jrt *rt, jv v, const jargs *a, bool *out)
-{
-    (void)a;
-    return case_test(rt, v, true, out);
-}
-
-static fk_status t_upper(jrt *rt, jv v, const jargs *a, bool *out)
-{
-    (void)a;
-    return case_test(rt, v, false, out);
-}
-
-/* value % n == r */
-static fk_status modulo_is(jrt *rt, jv v, jv n, int64_t r, bool *out)
-{
-    jv m;
-    fk_status st = jv_binop(rt, JOP_MOD, v, n, &m);
-    if (!st)
-        st = jv_eq(rt, m, jv_int(r), out);
-    jv_unref(m);
-    return st;
-}
-
-static fk_status t_odd(jrt *rt, jv v, const jargs *a, bool *out)
-{
-    (void)a;
-    return modulo_is(rt, v, jv_int(2), 1, out);
-}
-
-static fk_status t_even(jrt *rt, jv v, const jargs *a, bool *out)
-{
-    (void)a;
-    return modulo_is(rt, v, jv_int(2), 0, out);
-}
-
-static fk_status t_divisibleby(jrt *rt, jv v, const jargs *a, bool *out)
-{
-    jv n = jv_none();
-    fk_status st = test_arg(rt, "divisibleby", a, &n);
-    return st ? st : modulo_is(rt, v, n, 0, out);
-}
-
-static fk_status compare_test(jrt *rt, const char *name, jv v, const jargs *a, int want, bool *out)
-{
-    jv other = jv_none();
-    fk_status st = test_arg(rt, name, a, &other);
-    if (st)
-        return st;
-    if (want == 0 || want == 3) {
-        bool eq;
-        st = jv_eq(rt, v, other, &eq);
-        *out = want == 0 ? eq : !eq;
-        return st;
-    }
-    int c;
-    if ((st = jv_cmp(rt, v, other, &c)))
-        return st;
-    /* want: 1 <, 2 <=, 4 >, 5 >= */
-    *out = c != 2 && (want == 1 ? c < 0 : want == 2 ? c <= 0 : want == 4 ? c > 0 : c >= 0);
-    return FK_OK;
-}
-
-static fk_status t_eq(jrt *rt, jv v, const jargs *a, bool *out)
-{
-    return compare_test(rt, "eq", v, a, 0, out);
-}
-
-static fk_status t_ne(jrt *rt, jv v, const jargs *a, bool *out)
-{
-    return compare_test(rt, "ne", v, a, 3, out);
-}
-
-static fk_status t_lt(jrt *rt, jv v, const jargs *a, bool *out)
-{
-    return compare_test(rt, "lt", v, a, 1, out);
-}
-
-static fk_status t_le(jrt *rt, jv v, const jargs *a, bool *out)
-{
-    return compare_test(rt, "le", v, a, 2, out);
-}
-
-static fk_status t_gt(jrt *rt, jv v, const jargs *a, bool *out)
-{
-    return compare_test(rt, "gt", v, a, 4, out);
-}
-
-static fk_status t_ge(jrt *rt, jv v, const jargs *a, bool *out)
-{
-    return compare_test(rt, "ge", v, a, 5, out);
-}
-
-static fk_status t_in(jrt *rt, jv v, const jargs *a, bool *out)
-{
-    jv seq = jv_none();
-    fk_status st = test_arg(rt, "in", a, &seq);
-    return st ? st : jv_contains(rt, seq, v, out);
-}
-
-static fk_status t_filter(jrt *rt, jv v, const jargs *a, bool *out)
-{
-    (void)rt, (void)a;
-    *out = v.type == JV_STR && jinja_filter_find(v.u.s->data) >= 0;
-    return FK_OK;
-}
-
-static fk_status t_test(jrt *rt, jv v, const jargs *a, bool *out)
-{
-    (void)rt, (void)a;
-    *out = v.type == JV_STR && jinja_test_find(v.u.s->data) >= 0;
-    return FK_OK;
-}
+typedef enum test_id {
+    /* of the value alone */
+    T_DEFINED, T_UNDEFINED, T_NONE, T_BOOLEAN, T_FALSE, T_TRUE, T_INTEGER, T_FLOAT, T_NUMBER, T_STRING, T_MAPPING,
+    T_ITERABLE, T_SEQUENCE, T_CALLABLE, T_ESCAPED, T_FILTER, T_TEST,
+    /* of str(value), or of value % 2 */
+    T_LOWER, T_UPPER, T_ODD, T_EVEN,
+    /* with one argument */
+    T_SAMEAS, T_DIVISIBLEBY, T_IN, T_EQ, T_NE, T_LT, T_LE, T_GT, T_GE,
+} test_id;
 
 static const struct {
     const char *name;
-    test_fn fn;
+    test_id id;
 } tests[] = {
-    {"defined", t_defined},     {"undefined", t_undefined}, {"none", t_none},       {"boolean", t_boolean},
-    {"false", t_false},         {"true", t_true},           {"integer", t_integer}, {"float", t_float},
-    {"number", t_number},       {"string", t_string},       {"mapping", t_mapping}, {"iterable", t_iterable},
-    {"sequence", t_sequence},   {"callable", t_callable},   {"sameas", t_sameas},   {"escaped", t_escaped},
-    {"lower", t_lower},         {"upper", t_upper},         {"odd", t_odd},         {"even", t_even},
-    {"divisibleby", t_divisibleby}, {"eq", t_eq},           {"equalto", t_eq},      {"==", t_eq},
-    {"ne", t_ne},               {"!=", t_ne},               {"lt", t_lt},           {"lessthan", t_lt},
-    {"<", t_lt},                {"le", t_le},               {"<=", t_le},           {"gt", t_gt},
-    {"greaterthan", t_gt},      {">", t_gt},                {"ge", t_ge},           {">=", t_ge},
-    {"in", t_in},               {"filter", t_filter},       {"test", t_test},
+    {"defined", T_DEFINED},     {"undefined", T_UNDEFINED}, {"none", T_NONE},          {"boolean", T_BOOLEAN},
+    {"false", T_FALSE},         {"true", T_TRUE},           {"integer", T_INTEGER},    {"float", T_FLOAT},
+    {"number", T_NUMBER},       {"string", T_STRING},       {"mapping", T_MAPPING},    {"iterable", T_ITERABLE},
+    {"sequence", T_SEQUENCE},   {"callable", T_CALLABLE},   {"escaped", T_ESCAPED},    {"filter", T_FILTER},
+    {"test", T_TEST},           {"lower", T_LOWER},         {"upper", T_UPPER},        {"odd", T_ODD},
+    {"even", T_EVEN},           {"sameas", T_SAMEAS},       {"divisibleby", T_DIVISIBLEBY}, {"in", T_IN},
+    {"eq", T_EQ},               {"equalto", T_EQ},          {"==", T_EQ},              {"ne", T_NE},
+    {"!=", T_NE},               {"lt", T_LT},               {"lessthan", T_LT},        {"<", T_LT},
+    {"le", T_LE},               {"<=", T_LE},               {"gt", T_GT},              {"greaterthan", T_GT},
+    {">", T_GT},                {"ge", T_GE},               {">=", T_GE},
 };
 
 int jinja_test_find(const char *name)
@@ -1405,7 +1152,107 @@ int jinja_test_find(const char *name)
     return -1;
 }
 
-fk_status jinja_test_apply(jrt *rt, int id, jv value, const jargs *args, bool *out)
+/* The tests of the value alone, as jinja2's tests.py (Undefined is iterable, a sequence and callable there). */
+static bool value_test(test_id id, jv v)
 {
-    return tests[id].fn(rt, value, args, out);
+    switch (id) {
+    case T_DEFINED: return v.type != JV_UNDEFINED;
+    case T_UNDEFINED: return v.type == JV_UNDEFINED;
+    case T_NONE: return v.type == JV_NONE;
+    case T_BOOLEAN: return v.type == JV_BOOL;
+    case T_FALSE: return v.type == JV_BOOL && !v.u.b;
+    case T_TRUE: return v.type == JV_BOOL && v.u.b;
+    case T_INTEGER: return v.type == JV_INT;
+    case T_FLOAT: return v.type == JV_FLOAT;
+    case T_NUMBER: return jv_is_number(v);
+    case T_STRING: return v.type == JV_STR;
+    case T_MAPPING: return v.type == JV_DICT;
+    case T_ITERABLE:
+        return v.type == JV_STR || v.type == JV_LIST || v.type == JV_DICT || v.type == JV_UNDEFINED ||
+               v.type == JV_LOOP;
+    case T_SEQUENCE: return v.type == JV_STR || v.type == JV_LIST || v.type == JV_DICT || v.type == JV_UNDEFINED;
+    case T_CALLABLE: return v.type == JV_FUNC || v.type == JV_LOOP || v.type == JV_UNDEFINED;
+    case T_FILTER: return v.type == JV_STR && jinja_filter_find(v.u.s->data) >= 0;
+    case T_TEST: return v.type == JV_STR && jinja_test_find(v.u.s->data) >= 0;
+    default: return false; /* escaped: no value here is markup */
+    }
+}
+
+/* str(value).islower() / isupper(): some cased character, and none of the other case. */
+static fk_status case_test(jrt *rt, jv v, bool lower, bool *out)
+{
+    jv s, mapped = jv_none(), swapped = jv_none();
+    fk_status st = jv_to_str(rt, v, &s);
+    if (st)
+        return st;
+    bool same, changed;
+    if (!(st = pystr_case_map(rt, s.u.s, lower ? PYSTR_LOWER : PYSTR_UPPER, &mapped)) &&
+        !(st = pystr_case_map(rt, s.u.s, lower ? PYSTR_UPPER : PYSTR_LOWER, &swapped)) &&
+        !(st = jv_eq(rt, s, mapped, &same)) && !(st = jv_eq(rt, s, swapped, &changed)))
+        *out = same && !changed;
+    jv_unref(mapped);
+    jv_unref(swapped);
+    jv_unref(s);
+    return st;
+}
+
+/* value % n == r */
+static fk_status modulo_is(jrt *rt, jv v, jv n, int64_t r, bool *out)
+{
+    jv m = jv_none();
+    fk_status st = jv_binop(rt, JOP_MOD, v, n, &m);
+    if (!st)
+        st = jv_eq(rt, m, jv_int(r), out);
+    jv_unref(m);
+    return st;
+}
+
+/* Python's `is`: None, True and False are singletons, small values are compared, the rest is identity. */
+static bool same_object(jv a, jv b)
+{
+    if (a.type != b.type)
+        return false;
+    switch (a.type) {
+    case JV_NONE: return true;
+    case JV_BOOL: return a.u.b == b.u.b;
+    case JV_INT: return a.u.i == b.u.i;
+    case JV_UNDEFINED:
+    case JV_FLOAT: return false;
+    default: return a.u.s == b.u.s;
+    }
+}
+
+fk_status jinja_test_apply(jrt *rt, int index, jv v, const jargs *a, bool *out)
+{
+    test_id id = tests[index].id;
+    const char *name = tests[index].name;
+    if (id <= T_EVEN && (a->n_pos || a->n_kw))
+        return jrt_fail(rt, "test '%s' takes no arguments", name);
+    if (id <= T_TEST) {
+        *out = value_test(id, v);
+        return FK_OK;
+    }
+    if (id == T_LOWER || id == T_UPPER)
+        return case_test(rt, v, id == T_LOWER, out);
+    if (id == T_ODD || id == T_EVEN)
+        return modulo_is(rt, v, jv_int(2), id == T_ODD, out);
+    if (a->n_pos != 1 || a->n_kw)
+        return jrt_fail(rt, "test '%s' takes exactly one positional argument (%zu given)", name, a->n_pos + a->n_kw);
+    jv other = a->pos[0];
+    fk_status st = FK_OK;
+    int c;
+    switch (id) {
+    case T_SAMEAS: *out = same_object(v, other); break;
+    case T_DIVISIBLEBY: return modulo_is(rt, v, other, 0, out);
+    case T_IN: return jv_contains(rt, other, v, out);
+    case T_EQ:
+    case T_NE:
+        st = jv_eq(rt, v, other, out);
+        *out = *out == (id == T_EQ);
+        break;
+    default:
+        if (!(st = jv_cmp(rt, v, other, &c)))
+            *out = c != 2 && (id == T_LT ? c < 0 : id == T_LE ? c <= 0 : id == T_GT ? c > 0 : c >= 0);
+    }
+    return st;
 }

@@ -3,6 +3,8 @@
 #include "jinja_method.h"
 
 #include <inttypes.h>
+#include <locale.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -571,8 +573,16 @@ static fk_status fill_dict(jrt *rt, const char *fname, jdict *d, const jargs *a,
     return st;
 }
 
+static locale_t c_time_locale;
+static pthread_once_t c_time_locale_once = PTHREAD_ONCE_INIT;
+
+static void load_c_time_locale(void)
+{
+    c_time_locale = newlocale(LC_TIME_MASK, "C", (locale_t)0);
+}
+
 /* Python's datetime.strftime on a naive local time: %f is the microseconds, %z and %Z are empty, the rest is the C
- * library's strftime (C locale). */
+ * library's strftime in the "C" locale (English names, whatever locale the process has set). */
 static fk_status strftime_now(jrt *rt, const jargs *a, jv *out)
 {
     static const char *const params[] = {"format"};
@@ -614,7 +624,10 @@ static fk_status strftime_now(jrt *rt, const jargs *a, jv *out)
     size_t cap = 64 + 64 * (pattern.len + 1);
     char *buf = st ? NULL : jrt_alloc(rt, cap);
     if (buf) {
-        size_t n = pattern.len ? strftime(buf, cap, pattern.data, &tm) : 0;
+        pthread_once(&c_time_locale_once, load_c_time_locale);
+        size_t n = !pattern.len        ? 0
+                   : c_time_locale     ? strftime_l(buf, cap, pattern.data, &tm, c_time_locale)
+                                       : strftime(buf, cap, pattern.data, &tm);
         st = jbuf_put(rt, &text, buf, n);
         free(buf);
         if (!st)

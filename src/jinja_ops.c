@@ -45,11 +45,12 @@ static fk_status python_attribute(jrt *rt, jv obj, const char *name, jv *out, bo
         return jv_undefined_why(rt, out, "access to attribute '%s' of '%s' object is unsafe.", name,
                                 jv_type_name(obj));
     if (obj.type == JV_NS) {
-        const jv *v = jv_dict_get(rt, obj.u.ns->attrs, name);
+        const jv *v;
+        fk_status st = jv_dict_get(rt, obj.u.ns->attrs, name, &v);
         if (v)
             *out = jv_ref(*v);
         *found = v != NULL;
-        return FK_OK;
+        return st;
     }
     if (obj.type == JV_LOOP) {
         const jloop *l = obj.u.loop;
@@ -111,7 +112,9 @@ fk_status jv_getattr(jrt *rt, jv obj, const char *name, jv *out)
     if (st || found)
         return st;
     if (obj.type == JV_DICT) {
-        const jv *v = jv_dict_get(rt, obj.u.d, name);
+        const jv *v;
+        if ((st = jv_dict_get(rt, obj.u.d, name, &v)))
+            return st;
         if (v) {
             *out = jv_ref(*v);
             return FK_OK;

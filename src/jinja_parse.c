@@ -221,10 +221,9 @@ typedef struct exprs {
     int n, cap;
 } exprs;
 
-static bool push(parser *p, exprs *l, jexpr *e)
+/* Appends e (which may be NULL: the missing operand of a filter block); false when out of memory. */
+static bool append_expr(parser *p, exprs *l, jexpr *e)
 {
-    if (!e)
-        return false;
     if (l->n == l->cap) {
         int cap = l->cap ? l->cap * 2 : 4;
         jexpr **v = alloc(p, (size_t)cap * sizeof *v);
@@ -237,6 +236,12 @@ static bool push(parser *p, exprs *l, jexpr *e)
     }
     l->v[l->n++] = e;
     return true;
+}
+
+/* Appends what a rule parsed; false when it failed (NULL) or memory ran out. */
+static bool push(parser *p, exprs *l, jexpr *e)
+{
+    return e && append_expr(p, l, e);
 }
 
 static jexpr *parse_expression(parser *p, bool with_condexpr);
@@ -300,8 +305,8 @@ static bool parse_call_args(parser *p, jexpr *e, int first)
     exprs args = {0}, kw = {0};
     const char **names = NULL;
     int names_cap = 0;
-    for (int i = first; i-- > 0;)
-        if (!push(p, &args, e->args[first - 1 - i]))
+    for (int i = 0; i < first; i++)
+        if (!append_expr(p, &args, e->args[i]))
             return false;
     bool need_comma = false;
     while (!is_op(cur(p), JOP_RPAREN)) {
@@ -613,7 +618,8 @@ static jexpr *parse_primary(parser *p, bool with_namespace)
             is_name(t, "none") || is_name(t, "None")) {
             if (!(e = node(p, JE_CONST, t->line, 0)))
                 return NULL;
-            e->value = t->text[0] == 'n' || t->text[0] == 'N' ? jv_none() : jv_bool(t->text[0] == 't' || t->text[0] == 'T');
+            char first = (char)(t->text[0] | 0x20);
+            e->value = first == 'n' ? jv_none() : jv_bool(first == 't');
             next(p);
             return e;
         }
@@ -1138,6 +1144,8 @@ static bool parse_print(parser *p, int line, stmts *out)
     return true;
 }
 
+/* {% filter %} and transformers' {% generation %} (a call block in jinja2: its body is a function of its own, so
+ * break/continue cannot reach loops around it). */
 static jstmt *parse_scoped_block(parser *p, int line, jstmt_kind kind, const char *end_name)
 {
     const char *const end[] = {end_name, NULL};
@@ -1146,7 +1154,12 @@ static jstmt *parse_scoped_block(parser *p, int line, jstmt_kind kind, const cha
         return NULL;
     if (kind == JS_FILTER_BLOCK && !(s->filter = parse_filter(p, NULL, true)))
         return NULL;
-    if (!parse_body(p, end, &s->body))
+    int loops = p->loops;
+    if (kind == JS_SCOPE)
+        p->loops = 0;
+    bool ok = parse_body(p, end, &s->body);
+    p->loops = loops;
+    if (!ok)
         return NULL;
     next(p);
     return s;
@@ -1292,7 +1305,7 @@ fk_status jinja_parse(const char *src, size_t len, int max_depth, jinja_template
     jinja_lex_free(&lx);
     if (!ok) {
         jinja_free(t);
-        return err->status;
+        return err->status ? err->status : fk_error_set(err, FK_ERR_FORMAT, "the template could not be parsed");
     }
     *out = t;
     return FK_OK;

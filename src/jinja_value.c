@@ -371,17 +371,19 @@ fk_status jv_dict_find(jrt *rt, const jdict *d, jv key, const jv **out)
     return FK_OK;
 }
 
-const jv *jv_dict_get(jrt *rt, const jdict *d, const char *key)
+fk_status jv_dict_get(jrt *rt, const jdict *d, const char *key, const jv **out)
 {
+    *out = NULL;
     size_t len = strlen(key);
-    if (jrt_charge(rt, d->n))
-        return NULL;
-    for (size_t i = 0; i < d->n; i++) {
+    fk_status st = jrt_charge(rt, d->n);
+    for (size_t i = 0; i < d->n && !st; i++) {
         const jv *k = &d->keys[i];
-        if (k->type == JV_STR && k->u.s->len == len && memcmp(k->u.s->data, key, len) == 0)
-            return &d->vals[i];
+        if (k->type == JV_STR && k->u.s->len == len && memcmp(k->u.s->data, key, len) == 0) {
+            *out = &d->vals[i];
+            break;
+        }
     }
-    return NULL;
+    return st;
 }
 
 fk_status jv_dict_set(jrt *rt, jdict *d, jv key, jv val)

@@ -182,8 +182,8 @@ fk_status jv_dict(jrt *rt, size_t cap, jv *out);
 fk_status jv_dict_set(jrt *rt, jdict *d, jv key, jv val);
 /* The value of key (borrowed), or NULL. Charges the scan. */
 fk_status jv_dict_find(jrt *rt, const jdict *d, jv key, const jv **out);
-/* Looks up a string key (charges the scan); NULL when absent. */
-const jv *jv_dict_get(jrt *rt, const jdict *d, const char *key);
+/* The value of a string key (borrowed), or NULL. Charges the scan. */
+fk_status jv_dict_get(jrt *rt, const jdict *d, const char *key, const jv **out);
 
 /* A namespace owned by the render. */
 fk_status jv_namespace(jrt *rt, jv *out);

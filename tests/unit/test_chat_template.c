@@ -153,7 +153,8 @@ static void test_bad_messages(void **state)
     expect_render_error("[{\"role\": \"user\"", FK_ERR_INVALID_ARGUMENT, "messages: invalid JSON");
     expect_render_error("[] x", FK_ERR_INVALID_ARGUMENT, "trailing data");
     expect_render_error("[{\"a\": 1, \"a\": 2}]", FK_ERR_INVALID_ARGUMENT, "duplicate key \"a\"");
-    expect_render_error("[{\"content\": \"a\xff\"}]", FK_ERR_INVALID_ARGUMENT, "messages is not valid UTF-8 at byte 15");
+    expect_render_error("[{\"content\": \"a\xff\"}]", FK_ERR_INVALID_ARGUMENT,
+                        "messages is not valid UTF-8 at byte 15");
     expect_render_error("[{\"content\": \"a\\u0000b\"}]", FK_ERR_INVALID_ARGUMENT, "NUL character not allowed");
     expect_render_error("[{\"n\": 99999999999999999999}]", FK_ERR_INVALID_ARGUMENT,
                         "integer 99999999999999999999 is out of range");
@@ -291,7 +292,8 @@ static void test_concurrent_renders(void **state)
 {
     (void)state;
     char *source = tu_read_file(tu_fixture("chat-templates/templates/meta-llama-Llama-3.2-3B-Instruct.jinja"), NULL);
-    const char *messages = "[{\"role\": \"system\", \"content\": \"Be brief.\"}, {\"role\": \"user\", \"content\": \"Hi\"}]";
+    const char *messages =
+        "[{\"role\": \"system\", \"content\": \"Be brief.\"}, {\"role\": \"user\", \"content\": \"Hi\"}]";
     char *want;
     assert_int_equal(api_render(source, messages, true, "<|begin_of_text|>", NULL, &want), FK_OK);
     fk_chat_template *t;
@@ -362,13 +364,15 @@ static void test_fixture_cases_through_the_command(void **state)
         char path[512], args[32768], q[3][8192];
         snprintf(path, sizeof path, "chat-templates/%s", string_field(c, "template"));
         char *messages = cJSON_PrintUnformatted(cJSON_GetObjectItem(c, "messages"));
+        bool agp = cJSON_IsTrue(cJSON_GetObjectItem(c, "add_generation_prompt"));
+        const char *bos = string_field(c, "bos_token"), *eos = string_field(c, "eos_token");
         int k = snprintf(args, sizeof args, "chat-template --template '%s' --messages %s --now 2024-07-26T12:00:00%s",
                          tu_fixture(path), sh_quote(messages, q[0], sizeof q[0]),
-                         cJSON_IsTrue(cJSON_GetObjectItem(c, "add_generation_prompt")) ? " --add-generation-prompt" : "");
-        if (string_field(c, "bos_token"))
-            k += snprintf(args + k, sizeof args - k, " --bos-token %s", sh_quote(string_field(c, "bos_token"), q[1], sizeof q[1]));
-        if (string_field(c, "eos_token"))
-            snprintf(args + k, sizeof args - k, " --eos-token %s", sh_quote(string_field(c, "eos_token"), q[2], sizeof q[2]));
+                         agp ? " --add-generation-prompt" : "");
+        if (bos)
+            k += snprintf(args + k, sizeof args - k, " --bos-token %s", sh_quote(bos, q[1], sizeof q[1]));
+        if (eos)
+            snprintf(args + k, sizeof args - k, " --eos-token %s", sh_quote(eos, q[2], sizeof q[2]));
         char *out, *errtext;
         int rc = run(args, &out, &errtext);
         const char *want = string_field(c, "expected");
@@ -426,13 +430,15 @@ static void test_command_usage_and_errors(void **state)
 
     /* A template file, messages from a file, the clock, no newline added. */
     snprintf(path, sizeof path, "%s/t.jinja", tmp_dir);
-    const char *tmpl = "{% for m in messages %}[{{ m.role }}:{{ m.content }}]{% endfor %}{{ strftime_now('%d %b %Y') }}";
+    const char *tmpl =
+        "{% for m in messages %}[{{ m.role }}:{{ m.content }}]{% endfor %}{{ strftime_now('%d %b %Y') }}";
     tu_write_file(path, tmpl, strlen(tmpl));
     char mpath[4200];
     snprintf(mpath, sizeof mpath, "%s/m.json", tmp_dir);
     const char *msgs = "[{\"role\": \"user\", \"content\": \"caf\xc3\xa9 {{ 1 }}\"}]\n";
     tu_write_file(mpath, msgs, strlen(msgs));
-    snprintf(args, sizeof args, "chat-template --template '%s' --messages @'%s' --now 2024-07-26T12:00:00", path, mpath);
+    snprintf(args, sizeof args, "chat-template --template '%s' --messages @'%s' --now 2024-07-26T12:00:00", path,
+             mpath);
     expect_run(args, 0, "[user:caf\xc3\xa9 {{ 1 }}]26 Jul 2024", NULL);
     snprintf(args, sizeof args, "chat-template --template '%s' --messages @/nonexistent.json", path);
     expect_run(args, 1, "", "cannot open /nonexistent.json");
@@ -441,8 +447,10 @@ static void test_command_usage_and_errors(void **state)
     expect_run("chat-template --template /nonexistent.jinja --messages '[]'", 1, "", "cannot open /nonexistent.jinja");
 
     /* A model directory: its template and tokens; flags override the tokens. */
-    const char *dir = model_dir("cli", "{\"chat_template\": \"{{ bos_token }}{{ messages[0].content }}{{ eos_token }}\", "
-                                       "\"bos_token\": \"<s>\", \"eos_token\": \"</s>\"}", NULL);
+    const char *dir = model_dir("cli",
+                                "{\"chat_template\": \"{{ bos_token }}{{ messages[0].content }}{{ eos_token }}\", "
+                                "\"bos_token\": \"<s>\", \"eos_token\": \"</s>\"}",
+                                NULL);
     snprintf(args, sizeof args, "chat-template --model '%s' --messages '[{\"content\": \"x\"}]'", dir);
     expect_run(args, 0, "<s>x</s>", NULL);
     snprintf(args, sizeof args, "chat-template --model '%s' --messages '[{\"content\": \"x\"}]' --eos-token E", dir);
