@@ -44,15 +44,6 @@ void fk_chat_template_free(fk_chat_template *tmpl)
     }
 }
 
-static char *copy_string(const char *s)
-{
-    size_t n = strlen(s);
-    char *r = malloc(n + 1);
-    if (r)
-        memcpy(r, s, n + 1);
-    return r;
-}
-
 /* A special token of tokenizer_config.json: a string or {"content": "..."} (a serialized AddedToken). */
 static fk_status special_token(const cJSON *config, const char *key, const char *path, char **out, fk_error *err)
 {
@@ -64,7 +55,7 @@ static fk_status special_token(const cJSON *config, const char *key, const char 
         return FK_OK;
     if (!cJSON_IsString(v))
         return fk_error_set(err, FK_ERR_FORMAT, "%s: \"%s\" must be a string or {\"content\": string}", path, key);
-    if (!(*out = copy_string(v->valuestring)))
+    if (!(*out = strdup(v->valuestring)))
         return fk_error_set(err, FK_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
     return FK_OK;
 }
@@ -100,7 +91,7 @@ static fk_status config_template(const cJSON *config, const char *path, char **o
         return fk_error_set(err, FK_ERR_FORMAT, "%s: chat_template must be a string or a list of named templates",
                             path);
     }
-    if (!(*out = copy_string(text)))
+    if (!(*out = strdup(text)))
         return fk_error_set(err, FK_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
     return FK_OK;
 }

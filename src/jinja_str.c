@@ -545,7 +545,7 @@ fk_status pystr_case_map(jrt *rt, const jstr *s, pystr_case mode, jv *out)
         st = put_case(rt, &b, cp, upper, !upper && is_final_sigma(s, at, prev_cased, l), l);
         prev_cased = cased(cp, l);
         first = false;
-        word_start = pystr_isspace(cp) || (cp < 0x80 && strchr("-({[<", (int)cp));
+        word_start = pystr_isspace(cp) || (cp && cp < 0x80 && strchr("-({[<", (int)cp));
     }
     if (!st)
         st = jbuf_to_str(rt, &b, out);
