@@ -188,7 +188,10 @@ typedef void (*fk_token_callback)(const fk_token_event *event, void *user);
 
 typedef struct fk_request_params {
     int max_tokens;          /* >= 1 (default 16) */
-    bool ignore_eos;         /* keep going past end-of-sequence ids */
+    bool ignore_eos;         /* keep going past end-of-sequence ids (the model's and eos_ids) */
+    int32_t eos_ids[FK_MAX_EOS_IDS]; /* end-of-sequence ids of this request besides the model's (e.g. a chat
+                                      * template's end-of-turn token), each in [0, vocab) */
+    int n_eos;                       /* entries of eos_ids in use (default 0) */
     const char *const *stop; /* up to FK_MAX_STOP non-empty strings of <= FK_MAX_STOP_BYTES (needs a tokenizer) */
     int n_stop;
     fk_sampling_params sampling;
@@ -199,8 +202,8 @@ typedef struct fk_request_params {
 fk_request_params fk_request_params_default(void);
 
 /* Queues a request; the engine copies everything it needs. *id identifies it from now on.
- * Errors (the engine is left exactly as it was): FK_ERR_INVALID_ARGUMENT for an empty prompt, an id outside the
- * vocabulary, prompt + max_tokens beyond max_model_len, any sampling value out of its range (the message names
+ * Errors (the engine is left exactly as it was): FK_ERR_INVALID_ARGUMENT for an empty prompt, an id (of the prompt
+ * or of eos_ids) outside the vocabulary, prompt + max_tokens beyond max_model_len, any sampling value out of its range (the message names
  * the field and the value), stop strings without a tokenizer; FK_ERR_DEVICE once the engine has failed. */
 fk_status fk_engine_submit(fk_engine *engine, const int32_t *prompt, int n_prompt, const fk_request_params *params,
                            uint64_t *id, fk_error *err);
@@ -307,8 +310,10 @@ void fk_chat_template_free(fk_chat_template *tmpl);
 
 /* The template a model directory ships: tokenizer_config.json's `chat_template`, a string, or the list of
  * {name, template} objects (the one named "default"); also its bos_token and eos_token strings (plain strings or
- * {"content": ...} objects), NULL where absent. *source, *bos and *eos are malloc'd (fk_free). No
- * tokenizer_config.json or no chat_template: FK_ERR_IO / FK_ERR_UNSUPPORTED with a message saying so. */
+ * {"content": ...} objects), NULL where absent. A chat_template.jinja file in the directory (transformers' newer
+ * layout) takes priority over tokenizer_config.json's chat_template, as in transformers. *source, *bos and *eos are
+ * malloc'd (fk_free). No tokenizer_config.json (nor chat_template.jinja) or no chat_template: FK_ERR_IO /
+ * FK_ERR_UNSUPPORTED with a message saying so. */
 fk_status fk_chat_template_find(const char *model_dir, char **source, char **bos, char **eos, fk_error *err);
 
 typedef struct fk_chat_render_params {
@@ -317,7 +322,8 @@ typedef struct fk_chat_render_params {
     bool add_generation_prompt;
     const char *bos_token; /* NULL: undefined in the template */
     const char *eos_token;
-    bool fixed_now;        /* strftime_now reads `now` (seconds since the epoch, UTC) instead of the clock */
+    bool fixed_now;        /* strftime_now reads `now` (seconds since the epoch, UTC) instead of the clock; either
+                            * way it formats local time, as transformers' datetime.now().strftime() does */
     int64_t now;
 } fk_chat_render_params;
 
