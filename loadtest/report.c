@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "utf8.h"
+
 static const char *endpoint_path(endpoint ep)
 {
     return ep == ENDPOINT_GENERATE ? "/generate" : "/v1/completions";
@@ -90,9 +92,25 @@ static void put_num(cJSON *o, const char *k, double v, bool *ok)
     *ok = cJSON_AddNumberToObject(o, k, round(v * 1e6) / 1e6) && *ok;
 }
 
+/* Every string goes in as valid UTF-8 (cJSON copies bytes as they are): what the server sent (model name, finish
+ * reason, messages), the command line and file names may hold anything; invalid sequences become U+FFFD. */
 static void put_str(cJSON *o, const char *k, const char *v, bool *ok)
 {
-    *ok = (v ? cJSON_AddStringToObject(o, k, v) : cJSON_AddNullToObject(o, k)) && *ok;
+    if (!v) {
+        *ok = cJSON_AddNullToObject(o, k) && *ok;
+        return;
+    }
+    const size_t n = strlen(v);
+    char *fixed = NULL;
+    if (utf8_check(v, n) != n) {
+        if (!(fixed = malloc(3 * n + 1))) {
+            *ok = false;
+            return;
+        }
+        fixed[utf8_lossy(v, n, fixed)] = 0;
+    }
+    *ok = cJSON_AddStringToObject(o, k, fixed ? fixed : v) && *ok;
+    free(fixed);
 }
 
 static void put_null(cJSON *o, const char *k, bool *ok)

@@ -5,12 +5,14 @@
 
 #include <cjson/cJSON.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "clock.h"
 #include "sse.h"
+#include "utf8.h"
 
 enum {
     ERROR_BODY_MAX = 64 * 1024,       /* of a non-200 body, kept for its message */
@@ -131,10 +133,43 @@ static bool read_usage(ctx *x, const cJSON *usage)
     return true;
 }
 
+/* Copies s into dst[cap] as printable, valid UTF-8 whatever the server sent: cut before a character that does not
+ * fit, control characters as spaces, invalid sequences as U+FFFD. */
+static void clean_text(char *dst, size_t cap, const char *s)
+{
+    const size_t len = strlen(s);
+    size_t in = 0, out = 0;
+    while (in < len) {
+        uint32_t cp;
+        int k = utf8_next(s + in, len - in, &cp);
+        const char *piece = s + in;
+        size_t n = (size_t)k;
+        if (k < 0)
+            piece = UTF8_REPLACEMENT, n = 3, k = -k;
+        else if (cp < 0x20 || cp == 0x7f)
+            piece = " ", n = 1;
+        if (out + n >= cap)
+            break;
+        memcpy(dst + out, piece, n);
+        out += n;
+        in += (size_t)k;
+    }
+    dst[out] = 0;
+}
+
+/* A short copy of a message (at most MESSAGE_MAX bytes), cleaned as above. */
+static char *clean_copy(const char *s)
+{
+    char *m = malloc(MESSAGE_MAX + 1);
+    if (m)
+        clean_text(m, MESSAGE_MAX + 1, s);
+    return m;
+}
+
 static void read_finish(ctx *x, const cJSON *f)
 {
     if (cJSON_IsString(f))
-        snprintf(x->r->finish, sizeof x->r->finish, "%s", f->valuestring);
+        clean_text(x->r->finish, sizeof x->r->finish, f->valuestring);
 }
 
 /* The message of an error object {"error": {"message": ...}} (or {"error": "..."}), else NULL. */
@@ -264,19 +299,6 @@ static void read_whole(ctx *x)
                            cJSON_GetObjectItemCaseSensitive(root, "choices"), 0), "finish_reason"));
     }
     cJSON_Delete(root);
-}
-
-/* A short, printable copy of a message. */
-static char *clean_copy(const char *s)
-{
-    size_t n = strnlen(s, MESSAGE_MAX);
-    char *m = malloc(n + 1);
-    if (!m)
-        return NULL;
-    for (size_t i = 0; i < n; i++)
-        m[i] = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? ' ' : s[i];
-    m[n] = 0;
-    return m;
 }
 
 static req_error from_http(http_error e)
