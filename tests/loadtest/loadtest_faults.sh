@@ -85,6 +85,29 @@ lt --concurrency 2,5 --requests 6,11 --max-tokens 9 # and one request count per 
 [ "$RC" = 0 ] || fail "close-delimited: exit status $RC"
 check '[x["ok"] for x in d["levels"]] == [6, 11] and d["params"]["requests"] == [6, 11] and l["output_tokens"] == 54'
 
+note "--cancel-rate: streams abandoned mid-way are counted as cancelled (not errors), the same ones for the same seed"
+for ep in generate completions; do
+    lt --endpoint "$ep" --stream --cancel-rate 0.5 --concurrency 4 --requests 40 --max-tokens 9
+    [ "$RC" = 0 ] || fail "cancel-rate/$ep: exit status $RC, want 0 (cancellations are not failures)"
+    check 'l["requests"] == 40 and l["failed"] == 0 and l["errors"] == {} and l["ok"] + l["cancelled"] == 40'
+    check '5 <= l["cancelled"] <= 35 and l["cancelled"] == sum(r["cancelled"] for r in l["results"])'
+    check 'all(1 <= r["token_events"] <= 8 and r["error"] is None and r["finish_reason"] is None
+               for r in l["results"] if r["cancelled"])'
+    check 'all(r["token_events"] == 9 and r["output_tokens"] == 9 for r in l["results"] if not r["cancelled"])'
+    check 'l["output_tokens"] == 9 * l["ok"] and l["ttft_ms"]["n"] == l["ok"] and d["params"]["cancel_rate"] == 0.5'
+    grep -q "(cancelled:" "$WORK/out" || fail "cancel-rate: the table row lacks the cancellations: $(cat "$WORK/out")"
+    "$PY" -c 'import json,sys; l=json.load(open(sys.argv[1]))["levels"][0]
+print(sorted((r["cancelled"], r["token_events"]) for r in l["results"]))' "$WORK/run.json" \
+        >"$WORK/cancel1"
+    lt --endpoint "$ep" --stream --cancel-rate 0.5 --concurrency 4 --requests 40 --max-tokens 9
+    "$PY" -c 'import json,sys; l=json.load(open(sys.argv[1]))["levels"][0]
+print(sorted((r["cancelled"], r["token_events"]) for r in l["results"]))' "$WORK/run.json" \
+        >"$WORK/cancel2"
+    cmp -s "$WORK/cancel1" "$WORK/cancel2" || fail "cancel-rate/$ep: another set of cancellations for the same seed"
+done
+lt --stream --cancel-rate 1 --concurrency 2 --requests 6 --max-tokens 2
+check 'l["cancelled"] == 6 and l["ok"] == 0 and all(r["token_events"] == 1 for r in l["results"])'
+
 note "mixed answers (ok, 429, 503, drop in turn): counted by kind, exit status 1"
 fake mixed
 for stream in "" --stream; do
