@@ -20,18 +20,9 @@
 
 #include "detok.h"
 #include "flashkernel.h"
+#include "fuzz_files.h"
 #include "tokenizer.h"
 #include "utf8.h"
-
-#define CHECK(cond, ...)                                                                                        \
-    do {                                                                                                        \
-        if (!(cond)) {                                                                                          \
-            fprintf(stderr, "check failed: %s: ", #cond);                                                       \
-            fprintf(stderr, __VA_ARGS__);                                                                       \
-            fprintf(stderr, "\n");                                                                              \
-            abort();                                                                                            \
-        }                                                                                                       \
-    } while (0)
 
 static const char *const PATHS[3] = {FK_FIXTURES_DIR "/tokenizers/gpt2/tokenizer.json",
                                      FK_FIXTURES_DIR "/models/shakespeare-llama/tokenizer.json",

@@ -530,6 +530,7 @@ static void e_pre_byte_level_regex(cJSON *t) { SET(t, "pre_tokenizer", parse("{\
 static void e_post_bert(cJSON *t) { SET(t, "post_processor", parse("{\"type\":\"BertProcessing\"}")); }
 static void e_post_unknown_special(cJSON *t) { SET(t, "post_processor", parse("{\"type\":\"TemplateProcessing\",\"single\":[{\"SpecialToken\":{\"id\":\"<x>\",\"type_id\":0}}],\"special_tokens\":{}}")); }
 static void e_post_id_range(cJSON *t) { SET(t, "post_processor", parse("{\"type\":\"TemplateProcessing\",\"single\":[{\"SpecialToken\":{\"id\":\"<x>\",\"type_id\":0}}],\"special_tokens\":{\"<x>\":{\"id\":\"<x>\",\"ids\":[2048],\"tokens\":[\"<x>\"]}}}")); }
+static void e_post_id_hole(cJSON *t) { cJSON_AddItemToArray(cJSON_GetObjectItem(t, "added_tokens"), parse("{\"id\":3000,\"content\":\"<y>\",\"special\":true}")); SET(t, "post_processor", parse("{\"type\":\"TemplateProcessing\",\"single\":[{\"SpecialToken\":{\"id\":\"<x>\",\"type_id\":0}}],\"special_tokens\":{\"<x>\":{\"id\":\"<x>\",\"ids\":[2500],\"tokens\":[\"<x>\"]}}}")); }
 static void e_post_no_single(cJSON *t) { SET(t, "post_processor", parse("{\"type\":\"TemplateProcessing\",\"special_tokens\":{}}")); }
 static void e_post_sequence_b(cJSON *t) { SET(t, "post_processor", parse("{\"type\":\"TemplateProcessing\",\"single\":[{\"Sequence\":{\"id\":\"B\",\"type_id\":0}}],\"special_tokens\":{}}")); }
 static void e_post_bad_item(cJSON *t) { SET(t, "post_processor", parse("{\"type\":\"TemplateProcessing\",\"single\":[\"$A\"],\"special_tokens\":{}}")); }
@@ -608,6 +609,7 @@ static const struct {
     {"post BertProcessing", e_post_bert, FK_ERR_UNSUPPORTED, "post_processor type \"BertProcessing\" is not supported"},
     {"template unknown special", e_post_unknown_special, FK_ERR_FORMAT, "special token \"<x>\" has no ids"},
     {"template id out of range", e_post_id_range, FK_ERR_FORMAT, "must be integers in [0, 2048)"},
+    {"template id without a token", e_post_id_hole, FK_ERR_FORMAT, "special token \"<x>\": id 2500 has no token in the vocabulary"},
     {"template no single", e_post_no_single, FK_ERR_FORMAT, "\"single\" must be an array"},
     {"template sequence B", e_post_sequence_b, FK_ERR_FORMAT, "can only hold sequence A, got \"B\""},
     {"template string item", e_post_bad_item, FK_ERR_FORMAT, "post_processor.single[0]: must be"},
