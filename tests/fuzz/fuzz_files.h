@@ -17,7 +17,8 @@
         }                                                                                                       \
     } while (0)
 
-/* The scratch directory: made on the first call (under $TMPDIR, /tmp by default), removed with its files at exit. */
+/* The scratch directory: made on the first call (under $TMPDIR, else /dev/shm when writable, else /tmp), removed with
+ * its files at exit. */
 const char *fuzz_dir(void);
 
 /* Writes len bytes to fuzz_dir()/name, replacing it; returns the file's path (valid until the next call). */
