@@ -184,7 +184,10 @@ typedef void (*fk_token_callback)(const fk_token_event *event, void *user);
 
 typedef struct fk_request_params {
     int max_tokens;          /* >= 1 (default 16) */
-    bool ignore_eos;         /* keep going past end-of-sequence ids */
+    bool ignore_eos;         /* keep going past end-of-sequence ids (the model's and eos_ids) */
+    int32_t eos_ids[FK_MAX_EOS_IDS]; /* end-of-sequence ids of this request besides the model's (e.g. a chat
+                                      * template's end-of-turn token), each in [0, vocab) */
+    int n_eos;                       /* entries of eos_ids in use (default 0) */
     const char *const *stop; /* up to FK_MAX_STOP non-empty strings of <= FK_MAX_STOP_BYTES (needs a tokenizer) */
     int n_stop;
     fk_sampling_params sampling;
@@ -195,8 +198,8 @@ typedef struct fk_request_params {
 fk_request_params fk_request_params_default(void);
 
 /* Queues a request; the engine copies everything it needs. *id identifies it from now on.
- * Errors (the engine is left exactly as it was): FK_ERR_INVALID_ARGUMENT for an empty prompt, an id outside the
- * vocabulary, prompt + max_tokens beyond max_model_len, any sampling value out of its range (the message names
+ * Errors (the engine is left exactly as it was): FK_ERR_INVALID_ARGUMENT for an empty prompt, an id (of the prompt
+ * or of eos_ids) outside the vocabulary, prompt + max_tokens beyond max_model_len, any sampling value out of its range (the message names
  * the field and the value), stop strings without a tokenizer; FK_ERR_DEVICE once the engine has failed. */
 fk_status fk_engine_submit(fk_engine *engine, const int32_t *prompt, int n_prompt, const fk_request_params *params,
                            uint64_t *id, fk_error *err);

@@ -1,5 +1,6 @@
-/* api.h — the JSON of the HTTP API: request bodies parsed strictly into engine parameters, and the bodies of
- * responses and Server-Sent Events. No I/O and no engine calls (the tokenizer is used only to name tokens). */
+/* api.h — the JSON of the HTTP API: request bodies parsed strictly into engine parameters (api_parse*.c, one file
+ * per API family), and the bodies of responses and Server-Sent Events (api_render*.c, likewise). No I/O and no
+ * engine calls (the tokenizer is used only to name tokens). */
 #ifndef FK_SERVER_API_H
 #define FK_SERVER_API_H
 
@@ -10,10 +11,11 @@
 #include <cjson/cJSON.h>
 
 #include "flashkernel.h"
+#include "json.h"
 #include "queue.h"
 
 /* Deepest nesting of arrays and objects a body may have. */
-#define API_MAX_DEPTH 64
+#define API_MAX_DEPTH JSON_MAX_DEPTH
 /* Seeds are integers a JSON number represents exactly: [0, 2^53 - 1]. */
 #define API_MAX_SEED 9007199254740991.0
 
@@ -31,29 +33,34 @@ void api_error_set(api_error *e, int status, const char *type, const char *param
 /* {"error": {...}}: malloc'd, *len bytes. NULL when out of memory. */
 char *api_error_body(const api_error *e, size_t *len);
 
-/* Parses a request body that must be one JSON object. Stricter than cJSON: rejects (400) invalid JSON with the byte
- * offset, trailing data, nesting deeper than API_MAX_DEPTH, NUL characters, lone surrogates, numbers longer than 63
- * characters (cJSON's limit), duplicate keys and strings that are not valid UTF-8 (naming the field). */
+/* Parses a request body that must be one JSON object, strictly (json_parse_strict): rejects (400) invalid JSON with
+ * the byte offset, trailing data, nesting deeper than API_MAX_DEPTH, NUL characters, lone surrogates, numbers longer
+ * than 63 characters, duplicate keys, and strings that are not valid UTF-8 (naming the field). */
 bool api_parse_body(const char *body, size_t len, cJSON **root, api_error *e);
 
 typedef enum api_kind {
     API_GENERATE,    /* POST /generate */
     API_COMPLETIONS, /* POST /v1/completions (OpenAI) */
+    API_CHAT,        /* POST /v1/chat/completions (OpenAI) */
 } api_kind;
 
 typedef struct api_limits {
     int vocab_size;
     int max_model_len;
-    const char *model_name; /* the served name: /v1/completions' "model" must match it */
+    const char *model_name; /* the served name: the OpenAI routes' "model" must match it */
 } api_limits;
 
-/* A generation request as parsed. Either prompt_text or prompt_ids is set. */
+/* A generation request as parsed. Either prompt_text or prompt_ids is set; for a chat, messages. */
 typedef struct api_generation {
     api_kind kind;
     const char *prompt_text; /* into the cJSON tree */
     size_t prompt_text_len;
     int32_t *prompt_ids; /* malloc'd */
     int n_prompt_ids;
+    char *messages; /* chat: the messages as the template gets them, a JSON array of {"role", "content"(, "name")}
+                     * objects, content a string (text parts joined with "\n"); malloc'd, messages_len bytes */
+    size_t messages_len;
+    bool add_generation_prompt; /* chat: end the prompt with the assistant's turn (default true) */
     fk_request_params params; /* sampling resolved; max_tokens final after api_check_prompt */
     const char *stop[FK_MAX_STOP]; /* into the cJSON tree; params.stop is NULL until the caller copies them */
     bool max_tokens_given;
@@ -62,8 +69,8 @@ typedef struct api_generation {
     bool include_usage; /* OpenAI stream_options.include_usage */
 } api_generation;
 
-/* The fields of /generate or /v1/completions, type- and range-checked (every message names the field and value).
- * Unknown fields are ignored. */
+/* The fields of /generate, /v1/completions or /v1/chat/completions, type- and range-checked (every message names the
+ * field and value). Unknown fields are ignored; OpenAI fields this server does not support are refused. */
 bool api_parse_generation(const cJSON *root, api_kind kind, const api_limits *lim, api_generation *g, api_error *e);
 
 /* Once the prompt has n_prompt tokens: checks it against max_model_len and resolves max_tokens (when not given, the
@@ -92,7 +99,8 @@ typedef struct api_render {
     int logprobs;      /* -1: none */
     bool include_usage;
     const fk_tokenizer *tok; /* names tokens in OpenAI logprobs; may be NULL */
-    size_t text_offset;      /* streams: characters sent so far (OpenAI text_offset) */
+    size_t text_offset;      /* completion streams: characters sent so far (OpenAI text_offset) */
+    bool role_sent;          /* chat streams: the first chunk, with the assistant's role, went out */
 } api_render;
 
 /* A growing byte buffer; `failed` after an allocation failure (appends then do nothing). */

@@ -12,7 +12,8 @@
 #include <sys/resource.h>
 #include <time.h>
 
-#include "cli.h"
+#include "chat.h"
+#include "cli_flags.h"
 #include "http.h"
 #include "log.h"
 #include "metrics.h"
@@ -27,9 +28,10 @@ static void usage(FILE *f)
             "                          [--api-key KEY | --api-key-file F] [--served-model-name NAME]\n"
             "                          [--shutdown-timeout S] [--max-connections N] [--max-connections-per-ip N]\n"
             "                          [--timeout S] [--http-threads N] [--sse-ping-interval S]\n"
+            "                          [--chat-template FILE]\n"
             "\n"
-            "Serves one model over HTTP: POST /generate, POST /v1/completions, GET /v1/models, POST /tokenize,\n"
-            "POST /detokenize, GET /health, GET /metrics (docs/API.md).\n"
+            "Serves one model over HTTP: POST /generate, POST /v1/completions, POST /v1/chat/completions,\n"
+            "GET /v1/models, POST /tokenize, POST /detokenize, GET /health, GET /metrics (docs/API.md).\n"
             "  --model DIR         Hugging Face model directory (default: the bundled demo model,\n"
             "                      or $FLASHKERNEL_MODEL)\n"
             "  --host ADDR         address to listen on (default 127.0.0.1; 0.0.0.0 for every interface)\n"
@@ -53,6 +55,9 @@ static void usage(FILE *f)
             "  --http-threads N    HTTP threads: parsing, validation, tokenization (default 4)\n"
             "  --sse-ping-interval S\n"
             "                      send an SSE comment on a stream that has been quiet this long (default 15)\n"
+            "  --chat-template FILE\n"
+            "                      the Jinja chat template of /v1/chat/completions (default: the model's, from its\n"
+            "                      chat_template.jinja or tokenizer_config.json)\n"
             "Test hook: FLASHKERNEL_FAULT_AFTER_STEPS=N makes the device fail after N engine steps, as a real fault\n"
             "would (the server then answers 503 and exits with status 1).\n"
             "Exit status: 0 after a clean shutdown, 1 startup or engine failure, 2 bad usage.\n",
@@ -239,6 +244,9 @@ static void *signal_thread(void *arg)
 typedef struct options {
     const char *model_dir, *api_key, *served_name;
     char *api_key_buf;
+    const char *chat_template_file;
+    char *chat_template_source;
+    fk_chat_template *chat_template; /* parsed from chat_template_source */
     fk_model_params mp;
     fk_engine_params ep;
     http_options http;
@@ -249,7 +257,7 @@ typedef struct options {
 enum {
     OPT_MODEL = 1, OPT_HOST, OPT_PORT, OPT_DEVICE, OPT_THREADS, OPT_MAX_QUEUE, OPT_MAX_BODY, OPT_API_KEY,
     OPT_API_KEY_FILE, OPT_SERVED_NAME, OPT_SHUTDOWN_TIMEOUT, OPT_MAX_CONNECTIONS, OPT_MAX_PER_IP, OPT_TIMEOUT,
-    OPT_HTTP_THREADS, OPT_SSE_PING, OPT_HELP, N_OPTS = OPT_HELP,
+    OPT_HTTP_THREADS, OPT_SSE_PING, OPT_CHAT_TEMPLATE, OPT_HELP, N_OPTS = OPT_HELP,
 };
 
 static bool read_key_file(const char *path, options *o)
@@ -270,6 +278,28 @@ static bool read_key_file(const char *path, options *o)
     return true;
 }
 
+/* --chat-template FILE: read and parsed now, so that a broken template fails before the model loads. */
+static bool read_chat_template(const char *path, options *o)
+{
+    size_t len = 0;
+    char *s = cli_read_file(path, &len);
+    if (!s)
+        return false;
+    fk_chat_template *t = NULL;
+    fk_error err = {0};
+    if (fk_chat_template_parse(s, len, &t, &err)) {
+        fprintf(stderr, "error: --chat-template %s: %s\n", path, err.message);
+        free(s);
+        return false;
+    }
+    fk_chat_template_free(o->chat_template);
+    free(o->chat_template_source);
+    o->chat_template = t;
+    o->chat_template_source = s;
+    o->chat_template_file = path;
+    return true;
+}
+
 /* The last component of the model path: the default served name. */
 static const char *base_name(const char *dir, char *buf, size_t cap)
 {
@@ -279,6 +309,13 @@ static const char *base_name(const char *dir, char *buf, size_t cap)
         buf[--n] = '\0';
     const char *slash = strrchr(buf, '/');
     return slash && slash[1] ? slash + 1 : buf;
+}
+
+static void free_options(options *o)
+{
+    free(o->api_key_buf);
+    fk_chat_template_free(o->chat_template);
+    free(o->chat_template_source);
 }
 
 /* -1 when parsed, else the exit status (EXIT_OK after --help). */
@@ -301,6 +338,7 @@ static int parse_flags(int argc, char **argv, options *o)
         {"timeout", required_argument, 0, OPT_TIMEOUT},
         {"http-threads", required_argument, 0, OPT_HTTP_THREADS},
         {"sse-ping-interval", required_argument, 0, OPT_SSE_PING},
+        {"chat-template", required_argument, 0, OPT_CHAT_TEMPLATE},
         {"help", no_argument, 0, OPT_HELP},
     };
     for (int i = 0; i < CLI_ENGINE_OPTION_COUNT; i++)
@@ -354,6 +392,7 @@ static int parse_flags(int argc, char **argv, options *o)
             ok = cli_parse_float("--sse-ping-interval", optarg, 0.1f, 3600, &f);
             o->http.ping_interval_s = f;
             break;
+        case OPT_CHAT_TEMPLATE: ok = read_chat_template(optarg, o); break;
         case OPT_HELP: usage(stdout); return EXIT_OK;
         default: ok = opt >= CLI_ENGINE_OPTION_BASE && cli_engine_option(opt, optarg, &o->ep);
         }
@@ -389,7 +428,7 @@ int main(int argc, char **argv)
     };
     const int rc = parse_flags(argc, argv, &o);
     if (rc >= 0) {
-        free(o.api_key_buf);
+        free_options(&o);
         return rc;
     }
     char name_buf[4096];
@@ -422,7 +461,7 @@ int main(int argc, char **argv)
         log_info("error: %s", err);
         routes_destroy(rt);
         queue_destroy(q);
-        free(o.api_key_buf);
+        free_options(&o);
         return EXIT_RUNTIME;
     }
     log_info("listening on http://%s%s%s:%d (503 until the model is loaded)", strchr(o.http.host, ':') ? "[" : "",
@@ -435,9 +474,16 @@ int main(int argc, char **argv)
     const double t0 = now_s();
     fk_model *model = NULL;
     fk_engine *engine = NULL;
+    chat *chat = NULL;
     fk_error ferr = {0};
     bool drained = false;
-    if (fk_model_load(o.model_dir, &o.mp, &model, &ferr) || fk_engine_create(model, &o.ep, &engine, &ferr)) {
+    if (!fk_model_load(o.model_dir, &o.mp, &model, &ferr) && !fk_engine_create(model, &o.ep, &engine, &ferr)) {
+        chat = chat_create(o.model_dir, o.chat_template_file, o.chat_template_source, o.chat_template, model);
+        o.chat_template = NULL; /* taken */
+        if (!chat)
+            snprintf(ferr.message, sizeof ferr.message, "out of memory");
+    }
+    if (!chat) {
         log_info("error: %s", ferr.message);
         queue_fail(q); /* nothing was pushed while loading */
     } else {
@@ -448,13 +494,14 @@ int main(int argc, char **argv)
                  "max_model_len %d, max_num_seqs %d; loaded in %.2f s",
                  o.model_dir, info.architecture, info.n_layers, info.vocab_size, name, info.device, st.blocks_total,
                  o.ep.block_size, max_model_len, o.ep.max_num_seqs, now_s() - t0);
+        log_info("%s", chat_describe(chat));
         if (o.ep.fault_after_steps)
             log_info("test hook: the device fails after %d engine steps", o.ep.fault_after_steps);
         loop.q = q;
         loop.engine = engine;
         metrics_init(&loop.metrics);
         publish();
-        routes_set_model(rt, model, max_model_len);
+        routes_set_model(rt, model, max_model_len, chat);
         queue_serve(q);
         log_info("ready");
         drained = run_engine();
@@ -487,10 +534,11 @@ int main(int argc, char **argv)
         pthread_join(signals, NULL);
     }
     fk_engine_free(engine);
+    chat_free(chat);
     fk_model_free(model);
     routes_destroy(rt);
     queue_destroy(q);
-    free(o.api_key_buf);
+    free_options(&o);
     log_info("exiting with status %d", drained ? 0 : 1);
     return drained ? EXIT_OK : EXIT_RUNTIME;
 }

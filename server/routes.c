@@ -1,6 +1,7 @@
 /* routes.c — method and path dispatch, the API key, content types and body limits, and each route: health,
- * metrics, models, tokenize/detokenize, and generation (/generate, /v1/completions), which is validated and
- * tokenized here, handed to the engine thread through the queue, then answered whole or streamed. */
+ * metrics, models, tokenize/detokenize, and generation (/generate, /v1/completions, /v1/chat/completions), which is
+ * validated and tokenized here (a chat's messages rendered with the chat template first), handed to the engine
+ * thread through the queue, then answered whole or streamed. */
 #include "routes.h"
 
 #include <stdatomic.h>
@@ -12,6 +13,7 @@
 #include <time.h>
 
 #include "api.h"
+#include "chat.h"
 #include "metrics.h"
 
 struct routes {
@@ -19,13 +21,16 @@ struct routes {
     queue *q;
     /* Set by routes_set_model before the state becomes QUEUE_SERVING, read only after seeing that state. */
     const fk_tokenizer *tok;
+    const chat *chat;
     api_limits lim;
     long long created;
     atomic_uint_fast64_t next_id;
     atomic_uint_fast64_t seed_state;
 };
 
-typedef enum route_kind { R_HEALTH, R_METRICS, R_MODELS, R_GENERATE, R_COMPLETIONS, R_TOKENIZE, R_DETOKENIZE } route_kind;
+typedef enum route_kind {
+    R_HEALTH, R_METRICS, R_MODELS, R_GENERATE, R_COMPLETIONS, R_CHAT, R_TOKENIZE, R_DETOKENIZE
+} route_kind;
 
 static const struct route {
     const char *path;
@@ -34,6 +39,7 @@ static const struct route {
 } route_table[] = {
     {"/health", false, R_HEALTH},       {"/metrics", false, R_METRICS},       {"/v1/models", false, R_MODELS},
     {"/generate", true, R_GENERATE},    {"/v1/completions", true, R_COMPLETIONS},
+    {"/v1/chat/completions", true, R_CHAT},
     {"/tokenize", true, R_TOKENIZE},    {"/detokenize", true, R_DETOKENIZE},
 };
 
@@ -69,9 +75,10 @@ routes *routes_create(const routes_config *cfg, queue *q)
     return rt;
 }
 
-void routes_set_model(routes *rt, const fk_model *model, int max_model_len)
+void routes_set_model(routes *rt, const fk_model *model, int max_model_len, const chat *chat)
 {
     rt->tok = fk_model_tokenizer(model);
+    rt->chat = chat;
     rt->lim.vocab_size = fk_model_get_info(model).vocab_size;
     rt->lim.max_model_len = max_model_len;
 }
@@ -337,6 +344,11 @@ static routes_action generation(routes_call *c, const cJSON *root, api_kind kind
     }
     int32_t *ids = g.prompt_ids;
     int n = g.n_prompt_ids;
+    if (kind == API_CHAT && !chat_prompt(rt->chat, &g, &ids, &n, &e)) {
+        api_generation_free(&g);
+        reply_error(reply, &e);
+        return ROUTES_REPLY;
+    }
     if (g.prompt_text) {
         fk_error err = {0};
         if (!rt->tok) {
@@ -353,7 +365,9 @@ static routes_action generation(routes_call *c, const cJSON *root, api_kind kind
     bool ok = api_check_prompt(&g, n, &rt->lim, &e);
     if (ok && (r = queue_request_create(rt->q, c->consumer, g.stream))) {
         const uint64_t serial = atomic_fetch_add(&rt->next_id, 1);
-        snprintf(r->id, sizeof r->id, "%s-%llu", kind == API_GENERATE ? "gen" : "cmpl", (unsigned long long)serial);
+        static const char *const prefix[] = {
+            [API_GENERATE] = "gen", [API_COMPLETIONS] = "cmpl", [API_CHAT] = "chatcmpl"};
+        snprintf(r->id, sizeof r->id, "%s-%llu", prefix[kind], (unsigned long long)serial);
         r->params = g.params;
         if (!g.seed_given)
             r->params.sampling.seed = random_seed(rt);
@@ -432,6 +446,7 @@ routes_action routes_body(routes_call *c, const char *body, size_t len, bool too
     case R_TOKENIZE: a = tokenize(c, root, reply); break;
     case R_DETOKENIZE: a = detokenize(c, root, reply); break;
     case R_GENERATE: a = generation(c, root, API_GENERATE, reply); break;
+    case R_CHAT: a = generation(c, root, API_CHAT, reply); break;
     default: a = generation(c, root, API_COMPLETIONS, reply); break;
     }
     cJSON_Delete(root);

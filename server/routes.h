@@ -18,10 +18,12 @@ typedef struct routes_config {
 } routes_config;
 
 typedef struct routes routes;
+typedef struct chat chat; /* chat.h */
 
 routes *routes_create(const routes_config *cfg, queue *q);
-/* The model, once loaded: called before the queue's state becomes QUEUE_SERVING (which publishes it). */
-void routes_set_model(routes *rt, const fk_model *model, int max_model_len);
+/* The model and its chat side, once loaded: called before the queue's state becomes QUEUE_SERVING (which publishes
+ * them). */
+void routes_set_model(routes *rt, const fk_model *model, int max_model_len, const chat *chat);
 void routes_destroy(routes *rt);
 
 /* A request's headers. */

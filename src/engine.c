@@ -252,6 +252,12 @@ static fk_status check_request(const fk_engine *e, const int32_t *prompt, int n,
     if (sp->logprobs < -1 || sp->logprobs > FK_MAX_LOGPROBS)
         return fk_error_set(err, FK_ERR_INVALID_ARGUMENT, "logprobs must be in [0, %d], got %d", FK_MAX_LOGPROBS,
                             sp->logprobs);
+    if (rp->n_eos < 0 || rp->n_eos > FK_MAX_EOS_IDS)
+        return fk_error_set(err, FK_ERR_INVALID_ARGUMENT, "at most %d eos_ids, got %d", FK_MAX_EOS_IDS, rp->n_eos);
+    for (int i = 0; i < rp->n_eos; i++)
+        if (rp->eos_ids[i] < 0 || rp->eos_ids[i] >= e->vocab)
+            return fk_error_set(err, FK_ERR_INVALID_ARGUMENT, "eos id %d is out of vocabulary (%d)", rp->eos_ids[i],
+                                e->vocab);
     if (rp->n_stop < 0 || rp->n_stop > FK_MAX_STOP || (rp->n_stop && !rp->stop))
         return fk_error_set(err, FK_ERR_INVALID_ARGUMENT, "at most %d stop sequences, got %d", FK_MAX_STOP,
                             rp->n_stop);
@@ -337,11 +343,15 @@ static fk_status sample(fk_engine *e, const sched_output *work, const batch *b, 
     return FK_OK;
 }
 
-static bool is_eos(const fk_engine *e, int32_t token)
+/* One of the model's end-of-sequence ids, or of the request's own. */
+static bool is_eos(const fk_engine *e, const request *r, int32_t token)
 {
     const model_config *c = &e->model->cfg;
     for (int i = 0; i < c->n_eos; i++)
         if (c->eos_ids[i] == token)
+            return true;
+    for (int i = 0; i < r->params.n_eos; i++)
+        if (r->params.eos_ids[i] == token)
             return true;
     return false;
 }
@@ -435,7 +445,7 @@ static void postprocess(fk_engine *e, const sched_output *work, double step_star
             ev.n_top = r->params.sampling.logprobs;
             ev.top = pick->top;
         }
-        if (!r->params.ignore_eos && is_eos(e, pick->token))
+        if (!r->params.ignore_eos && is_eos(e, r, pick->token))
             ev.finish = FK_FINISH_EOS; /* the eos token adds no text */
         if (r->detok && !text_of_token(e, r, &ev))
             ev.finish = FK_FINISH_ERROR;

@@ -11,8 +11,23 @@
 
 #include "flashkernel.h"
 
-/* Parses exactly `len` bytes as one JSON value: trailing bytes other than whitespace, and duplicate keys in
- * any object, are format errors. `what` names the source in messages. */
+/* Deepest nesting of arrays and objects a document may have. */
+#define JSON_MAX_DEPTH 64
+
+/* Why json_parse_strict failed. */
+typedef struct json_fault {
+    fk_status status;  /* FK_ERR_FORMAT, or FK_ERR_OUT_OF_MEMORY */
+    char key[64];      /* a duplicate key (cut at 63 bytes), else "" */
+    char message[320]; /* "invalid JSON at byte 13: unexpected end of input", "duplicate key \"k\"", ... */
+} json_fault;
+
+/* Parses exactly `len` bytes as one JSON value, more strictly than cJSON: invalid JSON (with the byte offset),
+ * trailing bytes other than whitespace, nesting deeper than JSON_MAX_DEPTH, NUL characters, lone surrogates,
+ * numbers longer than 63 characters (cJSON's limit) and duplicate keys in any object are refused. A leading UTF-8
+ * byte order mark is skipped. Strings are not checked for valid UTF-8 (callers do, to name the field). */
+fk_status json_parse_strict(const char *buf, size_t len, cJSON **out, json_fault *f);
+
+/* json_parse_strict with the message as "<what>: <why>" in err. */
 fk_status json_parse(const char *buf, size_t len, const char *what, cJSON **out, fk_error *err);
 
 /* Reads and parses a whole file (at most max_bytes). A missing file is FK_ERR_IO. */

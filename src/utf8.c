@@ -1,4 +1,4 @@
-/* utf8.c — UTF-8 validation, decoding, lossy conversion and White_Space (see utf8.h). */
+/* utf8.c — UTF-8 validation, decoding, lossy conversion, clipping and White_Space (see utf8.h). */
 #include "utf8.h"
 
 #include <string.h>
@@ -124,6 +124,16 @@ bool utf8_ends_incomplete(const char *s, size_t len)
         return b >= 0xC2 && b <= 0xF4 && utf8_next(s + len - back, back, &cp) == -(int)back;
     }
     return false;
+}
+
+int utf8_clip(const char *s, int max)
+{
+    int n = (int)strlen(s);
+    if (n <= max)
+        return n;
+    while (max > 0 && ((unsigned char)s[max] & 0xC0) == 0x80)
+        max--;
+    return max;
 }
 
 bool utf8_is_white_space(uint32_t cp)

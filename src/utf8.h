@@ -1,5 +1,6 @@
 /* utf8.h — UTF-8 as the tokenizer needs it: validation, one character at a time, Rust's lossy conversion
- * (what Hugging Face's decoders do with invalid bytes), and the Unicode White_Space property. */
+ * (what Hugging Face's decoders do with invalid bytes), and the Unicode White_Space property; and clipping for
+ * messages. */
 #ifndef FK_UTF8_H
 #define FK_UTF8_H
 
@@ -29,6 +30,10 @@ size_t utf8_lossy(const char *s, size_t len, char *out);
 /* True when s[len] ends with the start of a valid UTF-8 sequence that lacks its last bytes (more bytes could
  * complete it), as opposed to complete text or bytes that can never become valid. */
 bool utf8_ends_incomplete(const char *s, size_t len);
+
+/* How many bytes of the NUL-terminated s to keep so that at most max remain and no character is cut (for
+ * "%.*s" in messages). */
+int utf8_clip(const char *s, int max);
 
 /* Unicode White_Space, Rust's char::is_whitespace. */
 bool utf8_is_white_space(uint32_t cp);

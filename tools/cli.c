@@ -1,105 +1,9 @@
-/* cli.c — helpers of the flashkernel subcommands: strict numbers, id lists, devices, loading models and
- * tokenizers, reading files, JSON strings. */
+/* cli.c — helpers of the flashkernel subcommands: loading models, tokenizers and engines (printing why they failed),
+ * JSON strings, the clock. The flag helpers it shares with flashkernel-server are in common/cli_flags.c. */
 #include "cli.h"
 
-#include <errno.h>
-#include <limits.h>
-#include <math.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <time.h>
-
-bool cli_parse_int(const char *flag, const char *s, int min, int max, int *out)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (!*s || *end || errno || v < min || v > max) {
-        fprintf(stderr, "error: %s must be an integer in [%d, %d], got \"%s\"\n", flag, min, max, s);
-        return false;
-    }
-    *out = (int)v;
-    return true;
-}
-
-bool cli_parse_u64(const char *flag, const char *s, uint64_t *out)
-{
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (!*s || *s == '-' || *end || errno) {
-        fprintf(stderr, "error: %s must be a non-negative integer below 2^64, got \"%s\"\n", flag, s);
-        return false;
-    }
-    *out = v;
-    return true;
-}
-
-bool cli_parse_float(const char *flag, const char *s, float min, float max, float *out)
-{
-    char *end;
-    errno = 0;
-    float v = strtof(s, &end);
-    if (!*s || *end || errno || !isfinite(v) || v < min || v > max) {
-        fprintf(stderr, "error: %s must be a number in [%g, %g], got \"%s\"\n", flag, (double)min, (double)max, s);
-        return false;
-    }
-    *out = v;
-    return true;
-}
-
-bool cli_parse_ids(const char *flag, const char *s, int32_t **ids, int *n)
-{
-    size_t cap = 1;
-    for (const char *p = s; *p; p++)
-        cap += *p == ',';
-    int32_t *v = malloc(cap * sizeof *v);
-    if (!v) {
-        fprintf(stderr, "error: out of memory\n");
-        return false;
-    }
-    int count = 0;
-    const char *p = s;
-    for (;;) {
-        char *end;
-        errno = 0;
-        long id = strtol(p, &end, 10);
-        if (end == p || errno || id < INT32_MIN || id > INT32_MAX || (*end && *end != ',')) {
-            fprintf(stderr, "error: %s must be comma-separated integers like 1,2,3, got \"%s\"\n", flag, s);
-            free(v);
-            return false;
-        }
-        v[count++] = (int32_t)id;
-        if (!*end)
-            break;
-        p = end + 1;
-    }
-    *ids = v;
-    *n = count;
-    return true;
-}
-
-bool cli_parse_device(const char *s, fk_device *out)
-{
-    if (strcmp(s, "cpu") == 0)
-        *out = FK_DEVICE_CPU;
-    else if (strcmp(s, "cuda") == 0)
-        *out = FK_DEVICE_CUDA;
-    else if (strcmp(s, "auto") == 0)
-        *out = FK_DEVICE_AUTO;
-    else {
-        fprintf(stderr, "error: --device must be cpu, cuda or auto, got \"%s\"\n", s);
-        return false;
-    }
-    return true;
-}
-
-const char *cli_default_model(void)
-{
-    const char *env = getenv("FLASHKERNEL_MODEL");
-    return env && *env ? env : FK_DEMO_MODEL_DIR;
-}
 
 fk_model *cli_load_model(const char *dir, const fk_model_params *params)
 {
@@ -128,39 +32,6 @@ fk_tokenizer *cli_load_tokenizer(const char *dir, const char *file)
     return t;
 }
 
-char *cli_read_file(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "error: cannot open %s: %s\n", path, strerror(errno));
-        return NULL;
-    }
-    size_t cap = 1 << 16, n = 0, got;
-    char *buf = malloc(cap);
-    while (buf && (got = fread(buf + n, 1, cap - n - 1, f)) > 0) {
-        n += got;
-        if (cap - n < 2) {
-            char *grown = realloc(buf, cap * 2);
-            if (!grown) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = grown, cap *= 2;
-        }
-    }
-    bool failed = !buf || ferror(f);
-    fclose(f);
-    if (failed) {
-        fprintf(stderr, "error: cannot read %s\n", path);
-        free(buf);
-        return NULL;
-    }
-    buf[n] = '\0';
-    *len = n;
-    return buf;
-}
-
 void cli_print_json_string(FILE *f, const char *s, size_t len)
 {
     fputc('"', f);
@@ -180,42 +51,6 @@ void cli_print_json_string(FILE *f, const char *s, size_t len)
             fputc(c, f);
     }
     fputc('"', f);
-}
-
-const struct option cli_engine_options[CLI_ENGINE_OPTION_COUNT] = {
-    {"block-size", required_argument, 0, CLI_ENGINE_OPTION_BASE + 0},
-    {"num-blocks", required_argument, 0, CLI_ENGINE_OPTION_BASE + 1},
-    {"kv-cache-mb", required_argument, 0, CLI_ENGINE_OPTION_BASE + 2},
-    {"max-num-seqs", required_argument, 0, CLI_ENGINE_OPTION_BASE + 3},
-    {"max-num-batched-tokens", required_argument, 0, CLI_ENGINE_OPTION_BASE + 4},
-    {"max-model-len", required_argument, 0, CLI_ENGINE_OPTION_BASE + 5},
-    {"gpu-memory-utilization", required_argument, 0, CLI_ENGINE_OPTION_BASE + 6},
-};
-
-const char cli_engine_usage[] =
-    "  --block-size N      tokens per KV cache block (default 16)\n"
-    "  --num-blocks N      KV cache blocks (default: as many as --kv-cache-mb holds)\n"
-    "  --kv-cache-mb N     KV cache budget in MiB (default: on a GPU what --gpu-memory-utilization leaves,\n"
-    "                      on the CPU 512)\n"
-    "  --max-num-seqs N    sequences running at once (default 256)\n"
-    "  --max-num-batched-tokens N\n"
-    "                      tokens per engine step, prefill chunks included (default 2048)\n"
-    "  --max-model-len N   prompt + output tokens per request (default: the model's context)\n"
-    "  --gpu-memory-utilization F\n"
-    "                      share of GPU memory to use, weights and KV cache included (default 0.9)\n";
-
-bool cli_engine_option(int opt, const char *arg, fk_engine_params *ep)
-{
-    switch (opt - CLI_ENGINE_OPTION_BASE) {
-    case 0: return cli_parse_int("--block-size", arg, 1, 1024, &ep->block_size);
-    case 1: return cli_parse_int("--num-blocks", arg, 1, 1 << 30, &ep->num_blocks);
-    case 2: return cli_parse_int("--kv-cache-mb", arg, 1, 1 << 24, &ep->kv_cache_mb);
-    case 3: return cli_parse_int("--max-num-seqs", arg, 1, 65536, &ep->max_num_seqs);
-    case 4: return cli_parse_int("--max-num-batched-tokens", arg, 1, 1 << 20, &ep->max_num_batched_tokens);
-    case 5: return cli_parse_int("--max-model-len", arg, 1, 1 << 24, &ep->max_model_len);
-    case 6: return cli_parse_float("--gpu-memory-utilization", arg, 0.01f, 1, &ep->gpu_memory_utilization);
-    }
-    return false;
 }
 
 fk_engine *cli_create_engine(fk_model *m, const fk_engine_params *ep)

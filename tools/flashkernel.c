@@ -17,6 +17,7 @@ static const struct {
     {"bench-tokenizer", cmd_bench_tokenizer, "encoding speed of the tokenizer (MB/s, one thread)"},
     {"bench-engine", cmd_bench_engine, "throughput of N requests run together through the engine"},
     {"make-model", cmd_make_model, "write a model directory of real shapes with random weights"},
+    {"chat-template", cmd_chat_template, "render a conversation with a model's chat template"},
 };
 
 static void usage(FILE *f)

@@ -145,6 +145,24 @@ metric() {
     curl -s "$BASE/metrics" | awk -v n="$1" 'index($0, n " ") == 1 { print $2 }'
 }
 
+# openai_venv: sets VENV to a virtual environment in the build directory holding the official `openai` client and
+# jinja2 (the reference chat-template renderer), installed from PyPI on first use; tests that start at the same time
+# wait for one install (flock).
+openai_venv() {
+    VENV="$FK_BUILD_ROOT/openai-venv"
+    (
+        flock 9
+        if ! "$VENV/bin/python" -c 'import openai, jinja2' 2>/dev/null; then
+            echo "== installing openai and jinja2 into $VENV"
+            rm -rf "$VENV"
+            python3 -m venv "$VENV" || fail "python3 -m venv failed (Debian: apt-get install python3-venv)"
+            "$VENV/bin/pip" install --quiet --disable-pip-version-check --retries 5 --timeout 60 openai jinja2 ||
+                fail "pip install openai jinja2 failed (the test needs PyPI)"
+        fi
+    ) 9>"$FK_BUILD_ROOT/openai-venv.lock" || exit 1
+    "$VENV/bin/python" -c 'import openai; print("openai", openai.__version__)'
+}
+
 # sse_text FILE: the concatenated "text" of a /generate stream's token events.
 sse_text() {
     sed -n 's/^data: //p' "$1" | grep -v '^\[DONE\]$' | jq -rj 'select(has("token") or has("text")) | .text // empty'

@@ -1,18 +1,12 @@
 #!/bin/bash
 # smoke_openai.sh — the official `openai` Python client (from PyPI, installed into a virtual environment in the build
-# directory on first use) against /v1: completions with and without streaming (text and usage checked against
-# `flashkernel generate`), the model list, a 400 and a 401 as the client's exceptions, with an API key set.
+# directory on first use: lib.sh's openai_venv) against /v1: completions with and without streaming (text and usage
+# checked against `flashkernel generate`), the model list, a 400 and a 401 as the client's exceptions, with an API key
+# set.
 . "$(dirname "$0")/lib.sh"
 
-venv="$FK_BUILD_ROOT/openai-venv"
-if ! "$venv/bin/python" -c 'import openai' 2>/dev/null; then
-    note "installing openai into $venv"
-    rm -rf "$venv"
-    python3 -m venv "$venv" || fail "python3 -m venv failed (Debian: apt-get install python3-venv)"
-    "$venv/bin/pip" install --quiet --disable-pip-version-check openai ||
-        fail "pip install openai failed (the test needs PyPI)"
-fi
-"$venv/bin/python" -c 'import openai; print("openai", openai.__version__)'
+openai_venv
+venv=$VENV
 
 reference "ROMEO:" 24 >"$WORK/ref.json"
 start_server openai --api-key sk-smoke

@@ -7,7 +7,7 @@
 # mask: the varying values replaced by placeholders.
 mask() {
     sed -E 's/"(queue_ms|prefill_ms|decode_ms|ttft_ms|tokens_per_s|created)":[0-9.e+-]+/"\1":N/g;
-            s/"id":"(gen|cmpl)-[0-9]+"/"id":"\1-N"/g'
+            s/"id":"(gen|cmpl|chatcmpl)-[0-9]+"/"id":"\1-N"/g'
 }
 
 # Every "$ curl ..." line of the README with the lines it shows after it (up to the next "$ " line or the end of the

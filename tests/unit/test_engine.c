@@ -1,7 +1,8 @@
 /* test_engine.c — the continuous-batching engine on the CPU backend: greedy output through the engine equals
  * transformers' (fixtures), and every request gives exactly the tokens it gives alone, whether submitted with 31
  * others at once or staggered over steps, prefilled in chunks, served from the prefix cache, or preempted for
- * lack of KV blocks; cancel frees blocks at once; bad parameters are refused and change nothing. */
+ * lack of KV blocks; a request's own eos ids end it; cancel frees blocks at once; bad parameters are refused and
+ * change nothing. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -342,6 +343,61 @@ static void test_shakespeare_greedy_through_engine(void **state)
         for (const cJSON *t = want->child; t; t = t->next, k++)
             assert_int_equal(got[i].tokens[k], t->valueint);
     }
+    engine_free(e);
+    fk_model_free(m);
+    cJSON_Delete(ref);
+}
+
+/* A request's own eos_ids (a chat template's end-of-turn token) end it as the model's eos does: at the first one
+ * generated, with finish eos and no text for it; ignore_eos goes past them; ids outside the vocabulary are refused. */
+static void test_request_eos_ids(void **state)
+{
+    (void)state;
+    if (test_device() == FK_DEVICE_CUDA)
+        skip();
+    cJSON *ref = tu_read_json(tu_fixture("models/shakespeare-llama/reference.json"));
+    const cJSON *g = cJSON_GetObjectItem(ref, "greedy")->child;
+    static job j;
+    j.n_prompt = 0;
+    for (const cJSON *t = cJSON_GetObjectItem(g, "prompt_ids")->child; t; t = t->next)
+        j.prompt[j.n_prompt++] = t->valueint;
+    int32_t want[64];
+    int n_want = 0;
+    for (const cJSON *t = cJSON_GetObjectItem(g, "greedy_64")->child; t; t = t->next)
+        want[n_want++] = t->valueint;
+    /* The stop id: a token of the reference past its first few; the request must end at its first occurrence. */
+    uint64_t rng = tu_seed();
+    const int32_t stop = want[4 + (int)tu_below(&rng, (uint32_t)(n_want - 4))];
+    int first = 0;
+    while (want[first] != stop)
+        first++;
+    fk_model *m = load("models/shakespeare-llama");
+    fk_engine *e = engine(m, fk_engine_params_default());
+    j.params = fk_request_params_default();
+    j.params.max_tokens = 64;
+    j.params.eos_ids[0] = 1; /* the model's own eos id again: harmless */
+    j.params.eos_ids[1] = stop;
+    j.params.n_eos = 2;
+    result r;
+    run(e, &j, 1, &r);
+    assert_int_equal(r.finish, FK_FINISH_EOS);
+    assert_int_equal(r.n, first + 1);
+    assert_memory_equal(r.tokens, want, (size_t)r.n * sizeof *want);
+    j.params.ignore_eos = true;
+    run(e, &j, 1, &r);
+    assert_int_equal(r.finish, FK_FINISH_LENGTH);
+    assert_int_equal(r.n, 64);
+    fk_request_params p = fk_request_params_default();
+    uint64_t id;
+    fk_error err = {0};
+    p.n_eos = 1;
+    p.eos_ids[0] = 2048;
+    assert_int_equal(fk_engine_submit(e, j.prompt, j.n_prompt, &p, &id, &err), FK_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(err.message, "eos id 2048 is out of vocabulary (2048)"));
+    p.n_eos = FK_MAX_EOS_IDS + 1;
+    assert_int_equal(fk_engine_submit(e, j.prompt, j.n_prompt, &p, &id, &err), FK_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(err.message, "at most 8 eos_ids, got 9"));
+    assert_false(fk_engine_has_work(e));
     engine_free(e);
     fk_model_free(m);
     cJSON_Delete(ref);
@@ -711,6 +767,7 @@ int main(void)
         cmocka_unit_test_teardown(test_batch_invariance_gpt2, free_live_engines),
         cmocka_unit_test_teardown(test_seeded_sampling_and_logprobs, free_live_engines),
         cmocka_unit_test_teardown(test_text_and_stop_strings, free_live_engines),
+        cmocka_unit_test_teardown(test_request_eos_ids, free_live_engines),
         cmocka_unit_test_teardown(test_cancel_frees_blocks_at_once, free_live_engines),
         cmocka_unit_test_teardown(test_bad_requests_change_nothing, free_live_engines),
         cmocka_unit_test_teardown(test_bad_engine_params, free_live_engines),
