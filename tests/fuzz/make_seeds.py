@@ -187,8 +187,48 @@ def loadtest_seeds():
           b"Transfer-Encoding: chunked\r\n\r\n" + chunked(sse(gen_events[:2] + [error_event.encode()]), 64))
 
 
+def api_seeds():
+    """Request bodies of each API family: the documented fields at their edges, and a few refusals."""
+    common = {"temperature": 0.7, "top_p": 0.9, "top_k": 40, "min_p": 0.05, "seed": 7, "stop": ["\n\n", "END"],
+              "repetition_penalty": 1.1, "presence_penalty": 0.5, "frequency_penalty": -0.5, "ignore_eos": True}
+    bodies = {
+        "generate": {
+            "text": {"prompt": "ROMEO:", "max_tokens": 16},
+            "ids-all-fields": dict(common, prompt=[0, 826, 270], max_tokens=8, logprobs=3, stream=True),
+            "stop-string": {"prompt": "First Citizen:\nBefore we proceed", "stop": "\n", "max_tokens": 2047},
+            "unicode": {"prompt": "caf\u00e9 \u65e5\u672c \ud83d\ude00", "max_tokens": None, "top_k": -1},
+            "bad-max-tokens": {"prompt": "a", "max_tokens": -1},
+        },
+        "completions": {
+            "text": {"model": "demo-model", "prompt": "JULIET:", "max_tokens": 12, "temperature": 0},
+            "list-all-fields": dict(common, prompt=["JULIET:"], stream=True, stream_options={"include_usage": True},
+                                    logprobs=2, n=1, best_of=1, echo=False, logit_bias={}, user="u", suffix=None),
+            "ids": {"prompt": [[1, 2, 3]], "max_tokens": 4},
+            "unsupported": {"prompt": "x", "n": 2, "echo": True},
+        },
+        "chat": {
+            "system-user": {"model": "demo-model", "messages": [
+                {"role": "system", "content": "You are a poet."}, {"role": "user", "content": "Speak."}],
+                "max_tokens": 16},
+            "all-fields": dict(common, messages=[
+                {"role": "user", "content": [{"type": "text", "text": "Hello"}, {"type": "text", "text": "there"}]},
+                {"role": "assistant", "content": "Good day.", "name": "bard"},
+                {"role": "user", "content": "More."}], max_completion_tokens=8, logprobs=True, top_logprobs=2,
+                stream=True, stream_options={"include_usage": True}, add_generation_prompt=True),
+            "continue": {"messages": [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}],
+                         "add_generation_prompt": False},
+            "tools": {"messages": [{"role": "user", "content": "x"}], "tools": []},
+        },
+    }
+    for family, cases in bodies.items():
+        out = folder("api_" + family)
+        for name, body in cases.items():
+            write(os.path.join(out, name), json.dumps(body))
+
+
 safetensors_seeds()
 index_seeds()
 config_seeds()
 tokenizer_seeds()
 loadtest_seeds()
+api_seeds()

@@ -221,10 +221,11 @@ def sigterm_streams():
         flowing = wait_flowing(s, 64)
         s.proc.send_signal(signal.SIGTERM)
         t0 = time.time()
-        status = 0  # new requests until the first 503 (one sent before the signal is taken may still get in)
-        while status != 503 and time.time() - t0 < 1:
-            status = fkserver.request(s.port, "POST", "/generate", {"prompt": "a", "max_tokens": 1})[0]
+        health = 0  # /health until it turns 503 (the server takes the signal), then a new request must get 503
+        while health != 503 and time.time() - t0 < 1:
+            health = fkserver.request(s.port, "GET", "/health")[0]
         refused_after = time.time() - t0
+        status = fkserver.request(s.port, "POST", "/generate", {"prompt": "a", "max_tokens": 1})[0]
         for t in threads:
             t.join(60)
         try:

@@ -319,8 +319,8 @@ static void test_batch_lines_are_strict(void **state)
     static const struct {
         const char *line, *want;
     } cases[] = {
-        {"{\"prompt_ids\": [1, 2]} xyz", "trailing data after JSON value at byte 23"},
-        {"{\"prompt_ids\": [1, 2]}{\"prompt_ids\": [3]}", "trailing data after JSON value at byte 22"},
+        {"{\"prompt_ids\": [1, 2]} xyz", "trailing data after JSON value (at byte 23)"},
+        {"{\"prompt_ids\": [1, 2]}{\"prompt_ids\": [3]}", "trailing data after JSON value (at byte 22)"},
         {"{\"prompt_ids\": [1], \"max_tokens\": 4, \"max_tokens\": 8}", "duplicate key \"max_tokens\""},
         {"{\"prompt_ids\": [1, 2]", "invalid JSON at byte"},
         {"[1, 2]", "not a JSON object"},
