@@ -21,12 +21,14 @@ if [ ! -f build-fuzz/build.ninja ]; then
         -Dcuda=disabled
 fi
 ninja -C build-fuzz
-for seeds in tests/fuzz/seeds/*/; do
+for seeds in tests/fuzz/seeds/*/; do # one folder of seeds per harness, named as it is (a dictionary beside it)
     name=$(basename "$seeds")
     corpus=$(mktemp -d)
     log=build-fuzz/fuzz_$name.log
+    dict=""
+    [ -f "tests/fuzz/$name.dict" ] && dict="-dict=tests/fuzz/$name.dict"
     if ! build-fuzz/tests/fuzz/fuzz_"$name" -max_total_time=30 -max_len=65536 -timeout=25 -print_final_stats=1 \
-        -artifact_prefix=build-fuzz/ "$corpus" "$seeds" >"$log" 2>&1; then
+        $dict -artifact_prefix=build-fuzz/ "$corpus" "$seeds" >"$log" 2>&1; then
         tail -n 40 "$log"
         echo "run-all: fuzz_$name failed: the input is in build-fuzz/, the log in $log"
         exit 1
