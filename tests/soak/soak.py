@@ -13,7 +13,8 @@ waits for the server to go idle and checks:
     or got a documented 4xx; nothing dropped, timed out or malformed;
   - 5xx: 0 (statuses and error events);
   - resident memory flat after the warm-up (the first 5 minutes, or a third of a shorter run): its growth from the
-    warm-up mark to the largest later sample is under 1% or under 50 MB;
+    warm-up mark to the largest later sample is under 1% or under 50 MB; on a GPU, the device memory the server
+    holds (nvidia-smi) grows by at most 1% after the warm-up;
   - afterwards, requests running and waiting, KV blocks in use and open descriptors are back at their idle values;
   - the server still answers /health, and exits 0 on SIGTERM.
 Writes OUT/summary.json (every figure), OUT/samples.tsv, the load testers' JSON and tables, and the server log; prints
@@ -48,15 +49,26 @@ def parse_args():
     return ap.parse_args()
 
 
+def gpu_mb(pid):
+    """The device memory the process holds in MiB (nvidia-smi), or -1 where there is none to ask."""
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
+                             capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return -1
+    return next((int(m) for p, m in (l.split(",") for l in out.splitlines() if "," in l) if int(p) == pid), -1)
+
+
 def sampler(s, out_path, stop, samples):
-    """Every 10 s: time, RSS, descriptors, requests running and waiting, KV blocks in use."""
+    """Every 10 s: time, RSS, descriptors, requests running and waiting, KV blocks in use, device memory."""
     t0 = time.time()
     with open(out_path, "w") as f:
-        f.write("t_s\trss_kb\tfds\trunning\twaiting\tkv_used\n")
+        f.write("t_s\trss_kb\tfds\trunning\twaiting\tkv_used\tgpu_mb\n")
         while not stop.wait(0 if not samples else 10):
             try:
                 g = s.gauges()
-                row = (round(time.time() - t0, 1), s.rss_kb(), s.fds(), g["running"], g["waiting"], g["kv_used"])
+                row = (round(time.time() - t0, 1), s.rss_kb(), s.fds(), g["running"], g["waiting"], g["kv_used"],
+                       gpu_mb(s.pid))
             except (OSError, KeyError, ValueError):
                 continue
             samples.append(row)
@@ -146,6 +158,7 @@ def main():
     after_warm = [row for row in samples if row[0] >= warm]
     rss_warm = after_warm[0][1] if after_warm else None
     growth_kb = max(row[1] for row in after_warm) - rss_warm if after_warm else None
+    gpu = [row[6] for row in after_warm if row[6] >= 0]
     checks = {
         "lost_requests": lost == 0,
         "no_5xx": fives == 0,
@@ -154,6 +167,7 @@ def main():
                       and idle_after["kv_free"] + idle_after["kv_cached"] == idle_before["kv_free"]
                       + idle_before["kv_cached"] + idle_before["kv_used"],
         "fds_back": fds_after <= fds_before,
+        "gpu_memory_constant": not gpu or max(gpu) - gpu[0] <= 0.01 * gpu[0],
         "healthy_after": health == 200,
         "exit_0": rc == 0,
         "loadtests_ran": all(c in (0, 1) for c in codes.values()),
@@ -164,6 +178,7 @@ def main():
         "results": results, "errors": errors, "lost_requests": lost, "responses_5xx": fives,
         "rss_kb": {"before": rss_before, "at_warmup": rss_warm, "growth_after_warmup": growth_kb, "after": rss_after,
                    "warmup_s": warm},
+        "gpu_mb_after_warmup": {"first": gpu[0], "max": max(gpu)} if gpu else None,
         "fds": {"before": fds_before, "after": fds_after}, "idle_before": idle_before, "idle_after": idle_after,
         "samples": len(samples), "server_exit": rc, "server_stop_s": round(stop_s, 2), "checks": checks,
         "pass": all(checks.values()),
