@@ -73,13 +73,14 @@ def server(name, model=None, args=(), env=None):
     return s
 
 
-def model_info(s):
-    status, _, body = fkserver.request(s.port, "GET", "/v1/models")
+def max_model_len(s):
+    body = fkserver.request(s.port, "GET", "/v1/models")[2]
     return json.loads(body)["data"][0]["max_model_len"]
 
 
 def streams(port, n, body):
-    """n streamed requests at once, each on its own thread; returns their results in order."""
+    """n streamed requests at once, each on its own thread; returns the threads and the list their results fill (in
+    the order sent) as they finish."""
     out = [None] * n
 
     def run(i):
@@ -216,7 +217,7 @@ def demo_model():
 def sigterm_streams():
     s = server("sigterm_streams", args=["--max-num-seqs", "64", "--shutdown-timeout", "2"])
     try:
-        max_len = model_info(s)
+        max_len = max_model_len(s)
         threads, out = streams(s.port, 64, {"prompt": "ROMEO:", "max_tokens": max_len - 16, "ignore_eos": True})
         flowing = wait_flowing(s, 64)
         s.proc.send_signal(signal.SIGTERM)
