@@ -18,7 +18,7 @@ Cases (all by default):
                       every stream ends with finish_reason "abort" and [DONE], exit status 0 within 2 s + 2 s
   never_reading       a stream whose client never reads: its output fills the buffers, the request is cancelled,
                       the connection is closed after --timeout (5 s) without progress; 8 requests beside it take at
-                      most twice as long (+1 s) as alone
+                      most twice as long (+1 s) as alone (the better of two runs each)
   engine_death        the device fails after 20 engine steps (FLASHKERNEL_FAULT_AFTER_STEPS) with 64 streams and
                       one plain request in flight: every one gets an error (an error event, or 503), /health
                       answers 503 within 1 s of the failure, the process exits non-zero within 5 s
@@ -258,13 +258,15 @@ def never_reading():
             for t in threads:
                 t.join(120)
             return time.time() - t0, out
-        alone, _ = eight()
+        eight()  # warm-up; then the better of two runs each, alone and beside (a shared machine is noisy)
+        alone = min(eight()[0], eight()[0])
         fds = s.fds()
         t0 = time.time()
         stuck = fkserver.stream(s.port, {"prompt": "ROMEO:", "max_tokens": 2000, "ignore_eos": True, "logprobs": 20},
                                 rcvbuf=4096, read=False)["socket"]
         time.sleep(1)
-        beside, out = eight()
+        first, out = eight()
+        beside = min(first, eight()[0])
         # The client never reads: the server must cancel the request once its output fills the buffers, then close
         # the connection when no byte has gone out for --timeout.
         cancelled_after = closed_after = None
