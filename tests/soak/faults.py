@@ -91,6 +91,16 @@ def streams(port, n, body):
     return threads, out
 
 
+def join_then_exit(threads, s):
+    """Waits for the client threads, then for the server to exit by itself: its status, None if it did not."""
+    for t in threads:
+        t.join(120)
+    try:
+        return s.proc.wait(30)
+    except subprocess.TimeoutExpired:
+        return None
+
+
 def wait_flowing(s, n, timeout=120):
     """Waits until n requests run (past their first scheduled step)."""
     end = time.time() + timeout
@@ -227,12 +237,7 @@ def sigterm_streams():
             health = fkserver.request(s.port, "GET", "/health")[0]
         refused_after = time.time() - t0
         status = fkserver.request(s.port, "POST", "/generate", {"prompt": "a", "max_tokens": 1})[0]
-        for t in threads:
-            t.join(60)
-        try:
-            rc = s.proc.wait(30)
-        except subprocess.TimeoutExpired:
-            rc = None
+        rc = join_then_exit(threads, s)
         exited_after = time.time() - t0
         finishes = {}
         for r in out:
@@ -313,12 +318,7 @@ def engine_death():
         poller.start()
         threads, out = streams(s.port, 64, {"prompt": "ROMEO:", "max_tokens": 1000, "ignore_eos": True})
         plain = fkserver.request(s.port, "POST", "/generate", {"prompt": "ROMEO:", "max_tokens": 1000})
-        for t in threads:
-            t.join(120)
-        try:
-            rc = s.proc.wait(30)
-        except subprocess.TimeoutExpired:
-            rc = None
+        rc = join_then_exit(threads, s)
         exited = time.time()
         stop.set()
         poller.join()
