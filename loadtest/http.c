@@ -486,3 +486,14 @@ done:
     buf_free(&in);
     return e;
 }
+
+http_error http_read_response(int fd, const http_limits *lim, int *status, http_body_fn on_body, void *user,
+                              char *err, size_t err_len)
+{
+    conn c = {.fd = fd, .lim = lim, .deadline = lim->deadline};
+    buf in = {0};
+    *status = 0;
+    http_error e = read_response(&c, &in, false, status, on_body, user, err, err_len);
+    buf_free(&in);
+    return e;
+}

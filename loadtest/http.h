@@ -54,6 +54,12 @@ typedef struct http_request {
 http_error http_exchange(const http_target *t, const http_request *rq, const http_limits *lim, int *status,
                          http_body_fn on_body, void *user, char *err, size_t err_len);
 
+/* The reading half of http_exchange: one response (to a request other than HEAD) from fd, a connected socket
+ * (non-blocking, for the deadline to hold) that the caller closes. What the fuzz harness drives with arbitrary
+ * bytes. */
+http_error http_read_response(int fd, const http_limits *lim, int *status, http_body_fn on_body, void *user,
+                              char *err, size_t err_len);
+
 /* "refused", "timeout", ...: the name of a failure, as reports spell it. */
 const char *http_error_name(http_error e);
 

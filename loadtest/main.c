@@ -192,6 +192,8 @@ int main(int argc, char **argv)
         goto out;
     }
     rq.target = &target;
+    rq.max_tokens = o.max_tokens;
+    rq.cancel_rate = o.cancel_rate;
     rq.timeout_s = o.timeout_s;
     rq.stop_fd = stop_pipe[0];
     rq.grace_s = GRACE_S;

@@ -14,7 +14,7 @@ void options_usage(FILE *f)
         "usage: flashkernel-loadtest --url http://HOST:PORT [--endpoint generate|completions]\n"
         "           [--concurrency 1,4,16,64] [--rate R] [--requests N | --duration S]\n"
         "           [--prompt-len P | --prompts FILE] [--max-tokens M] [--ignore-eos] [--stream]\n"
-        "           [--seed S] [--timeout S] [--vocab N] [--json OUT]\n"
+        "           [--cancel-rate F] [--seed S] [--timeout S] [--vocab N] [--json OUT]\n"
         "\n"
         "Load-tests a FlashKernel server (or any server of the same API) over HTTP and prints, per concurrency level,\n"
         "throughput and latency: requests, errors, req/s, output tok/s, total tok/s, TTFT p50/p90/p99,\n"
@@ -39,7 +39,12 @@ void options_usage(FILE *f)
         "  --ignore-eos       send ignore_eos: true (every request then generates M tokens)\n"
         "  --stream           stream the responses (SSE): needed for TTFT and ITL, which a whole response\n"
         "                     cannot show; without it they are reported as not measured\n"
-        "  --seed S           seed of the random prompts and arrival times (default: from the clock; printed)\n"
+        "  --cancel-rate F    abandon a fraction F in (0, 1] of the streams mid-way: after a number of token\n"
+        "                     events drawn uniformly in [1, max-tokens - 1] the client closes its socket, as a\n"
+        "                     user who gives up does; counted as cancelled, not as errors nor in the latencies\n"
+        "                     (needs --stream and --max-tokens of 2 or more)\n"
+        "  --seed S           seed of the random prompts, arrival times and cancellations (default: from the\n"
+        "                     clock; printed)\n"
         "  --timeout S        limit for one request, from connect to its last byte (default 300); a request\n"
         "                     over it counts as a timeout error\n"
         "  --vocab N          vocabulary size for random prompts (default: asked from the server: the first\n"
@@ -78,7 +83,8 @@ void options_free(options *o)
 
 enum {
     OPT_URL = 1000, OPT_ENDPOINT, OPT_CONCURRENCY, OPT_RATE, OPT_REQUESTS, OPT_DURATION, OPT_PROMPT_LEN,
-    OPT_PROMPTS, OPT_MAX_TOKENS, OPT_IGNORE_EOS, OPT_STREAM, OPT_SEED, OPT_TIMEOUT, OPT_VOCAB, OPT_JSON, OPT_HELP,
+    OPT_PROMPTS, OPT_MAX_TOKENS, OPT_IGNORE_EOS, OPT_STREAM, OPT_SEED, OPT_TIMEOUT, OPT_VOCAB, OPT_JSON,
+    OPT_CANCEL_RATE, OPT_HELP,
 };
 
 static const struct option long_options[] = {
@@ -97,6 +103,7 @@ static const struct option long_options[] = {
     {"timeout", required_argument, 0, OPT_TIMEOUT},
     {"vocab", required_argument, 0, OPT_VOCAB},
     {"json", required_argument, 0, OPT_JSON},
+    {"cancel-rate", required_argument, 0, OPT_CANCEL_RATE},
     {"help", no_argument, 0, OPT_HELP},
     {0, 0, 0, 0},
 };
@@ -277,6 +284,10 @@ int options_parse(int argc, char **argv, options *o, char *err, size_t err_len)
             o->vocab = (int)v;
             break;
         case OPT_JSON: o->json_out = a; break;
+        case OPT_CANCEL_RATE:
+            if (!parse_double(a, 0, 1, &o->cancel_rate))
+                return bad_value(err, err_len, name, "a fraction in (0, 1]", a);
+            break;
         case OPT_HELP: o->help = true; return 0;
         case ':':
             snprintf(err, err_len, "%s needs a value", argv[optind - 1]);
@@ -304,6 +315,10 @@ int options_parse(int argc, char **argv, options *o, char *err, size_t err_len)
     }
     if (o->vocab && o->prompts_file) {
         snprintf(err, err_len, "--vocab is for random prompts; it has no use with --prompts");
+        return -1;
+    }
+    if (o->cancel_rate > 0 && (!o->stream || o->max_tokens < 2)) {
+        snprintf(err, err_len, "--cancel-rate abandons streams mid-way: it needs --stream and --max-tokens 2 or more");
         return -1;
     }
     if (!have_prompt_len)

@@ -24,6 +24,7 @@ typedef struct options {
     const char *prompts_file;
     int max_tokens;
     bool ignore_eos, stream;
+    double cancel_rate;    /* > 0: fraction of streams abandoned mid-way */
     uint64_t seed;
     bool seed_given;
     const char *json_out;

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "utf8.h"
+
 static const char *endpoint_path(endpoint ep)
 {
     return ep == ENDPOINT_GENERATE ? "/generate" : "/v1/completions";
@@ -22,8 +24,10 @@ void report_header(FILE *f, const options *o, const run_info *ri)
     else
         fprintf(f, "prompts: random, %d token ids from a vocabulary of %d (%s)", o->prompt_len, ri->vocab,
                 ri->vocab_probed ? "found through /detokenize" : "--vocab");
-    fprintf(f, "; max_tokens %d%s%s; seed %llu\n", o->max_tokens, o->ignore_eos ? ", ignore_eos" : "",
-            o->stream ? ", stream" : "", (unsigned long long)ri->seed);
+    fprintf(f, "; max_tokens %d%s%s", o->max_tokens, o->ignore_eos ? ", ignore_eos" : "", o->stream ? ", stream" : "");
+    if (o->cancel_rate > 0)
+        fprintf(f, ", %g of the streams abandoned mid-way", o->cancel_rate);
+    fprintf(f, "; seed %llu\n", (unsigned long long)ri->seed);
     if (o->rate > 0)
         fprintf(f, "open loop: Poisson arrivals, %g requests/s, at most `conc` in flight", o->rate);
     else
@@ -70,10 +74,12 @@ void report_row(FILE *f, const level_summary *s, bool partial)
     cell(f, 9, 1, &s->e2e, s->e2e.p50);
     cell(f, 9, 1, &s->e2e, s->e2e.p99);
     fprintf(f, " ");
-    if (!s->n_kinds && !s->interrupted)
+    if (!s->n_kinds && !s->interrupted && !s->cancelled)
         fprintf(f, " -");
     for (size_t k = 0; k < s->n_kinds; k++)
         fprintf(f, " %s:%zu", s->kinds[k].name, s->kinds[k].count);
+    if (s->cancelled)
+        fprintf(f, " (cancelled:%zu)", s->cancelled);
     if (s->interrupted)
         fprintf(f, " (interrupted:%zu)", s->interrupted);
     if (partial)
@@ -90,9 +96,25 @@ static void put_num(cJSON *o, const char *k, double v, bool *ok)
     *ok = cJSON_AddNumberToObject(o, k, round(v * 1e6) / 1e6) && *ok;
 }
 
+/* Every string goes in as valid UTF-8 (cJSON copies bytes as they are): what the server sent (model name, finish
+ * reason, messages), the command line and file names may hold anything; invalid sequences become U+FFFD. */
 static void put_str(cJSON *o, const char *k, const char *v, bool *ok)
 {
-    *ok = (v ? cJSON_AddStringToObject(o, k, v) : cJSON_AddNullToObject(o, k)) && *ok;
+    if (!v) {
+        *ok = cJSON_AddNullToObject(o, k) && *ok;
+        return;
+    }
+    const size_t n = strlen(v);
+    char *fixed = NULL;
+    if (utf8_check(v, n) != n) {
+        if (!(fixed = malloc(3 * n + 1))) {
+            *ok = false;
+            return;
+        }
+        fixed[utf8_lossy(v, n, fixed)] = 0;
+    }
+    *ok = cJSON_AddStringToObject(o, k, fixed ? fixed : v) && *ok;
+    free(fixed);
 }
 
 static void put_null(cJSON *o, const char *k, bool *ok)
@@ -157,8 +179,9 @@ static cJSON *results_json(const level_results *r, bool *ok)
         put_str(o, "finish_reason", q->finish[0] ? q->finish : NULL, ok);
         char name[24];
         request_error_name(q, name, sizeof name);
-        put_str(o, "error", q->error == REQ_OK ? NULL : name, ok);
-        if (q->error != REQ_OK)
+        put_bool(o, "cancelled", q->error == REQ_CANCELLED, ok);
+        put_str(o, "error", q->error == REQ_OK || q->error == REQ_CANCELLED ? NULL : name, ok);
+        if (q->error != REQ_OK && q->error != REQ_CANCELLED)
             put_str(o, "message", q->message ? q->message : "", ok);
     }
     return a;
@@ -175,6 +198,7 @@ static cJSON *level_json(const options *o, const level_summary *s, const level_r
     put_num(l, "requests", (double)s->requests, ok);
     put_num(l, "ok", (double)s->ok, ok);
     put_num(l, "failed", (double)s->failed, ok);
+    put_num(l, "cancelled", (double)s->cancelled, ok);
     put_num(l, "interrupted", (double)s->interrupted, ok);
     put_num(l, "duration_s", s->duration_s, ok);
     put_num(l, "req_per_s", s->req_per_s, ok);
@@ -244,6 +268,7 @@ static cJSON *params_json(const options *o, const run_info *ri, bool *ok)
     put_num(p, "max_tokens", o->max_tokens, ok);
     put_bool(p, "ignore_eos", o->ignore_eos, ok);
     put_bool(p, "stream", o->stream, ok);
+    put_num(p, "cancel_rate", o->cancel_rate, ok);
     put_num(p, "temperature", 0, ok);
     char seed[24]; /* a JSON number loses digits past 2^53: the seed is a string */
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)ri->seed);

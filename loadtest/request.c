@@ -5,12 +5,15 @@
 
 #include <cjson/cJSON.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "clock.h"
+#include "rng.h"
 #include "sse.h"
+#include "utf8.h"
 
 enum {
     ERROR_BODY_MAX = 64 * 1024,       /* of a non-200 body, kept for its message */
@@ -76,7 +79,7 @@ void request_error_name(const req_result *r, char *out, size_t n)
         [REQ_OK] = "ok", [REQ_REFUSED] = "refused", [REQ_CONNECT] = "connect_failed", [REQ_TIMEOUT] = "timeout",
         [REQ_DROPPED] = "dropped", [REQ_BAD_RESPONSE] = "bad_response", [REQ_STREAM_ERROR] = "stream_error",
         [REQ_COUNT_MISMATCH] = "token_count_mismatch", [REQ_INTERRUPTED] = "interrupted",
-        [REQ_CLIENT] = "client_error",
+        [REQ_CLIENT] = "client_error", [REQ_CANCELLED] = "cancelled",
     };
     if (r->error == REQ_HTTP_STATUS)
         snprintf(out, n, "http_%d", r->status);
@@ -94,6 +97,8 @@ typedef struct ctx {
     buf itl;         /* double[] */
     bool done;       /* [DONE] seen */
     bool got_usage;
+    int cancel_after; /* abandon the stream after this many token events (0: never) */
+    bool cancelled;   /* ... and it was */
     req_error fail;  /* a failure found while reading (bad event, stream error, too long) */
     char why[MESSAGE_MAX];
 } ctx;
@@ -131,10 +136,43 @@ static bool read_usage(ctx *x, const cJSON *usage)
     return true;
 }
 
+/* Copies s into dst[cap] as printable, valid UTF-8 whatever the server sent: cut before a character that does not
+ * fit, control characters as spaces, invalid sequences as U+FFFD. */
+static void clean_text(char *dst, size_t cap, const char *s)
+{
+    const size_t len = strlen(s);
+    size_t in = 0, out = 0;
+    while (in < len) {
+        uint32_t cp;
+        int k = utf8_next(s + in, len - in, &cp);
+        const char *piece = s + in;
+        size_t n = (size_t)k;
+        if (k < 0)
+            piece = UTF8_REPLACEMENT, n = 3, k = -k;
+        else if (cp < 0x20 || cp == 0x7f)
+            piece = " ", n = 1;
+        if (out + n >= cap)
+            break;
+        memcpy(dst + out, piece, n);
+        out += n;
+        in += (size_t)k;
+    }
+    dst[out] = 0;
+}
+
+/* A short copy of a message (at most MESSAGE_MAX bytes), cleaned as above. */
+static char *clean_copy(const char *s)
+{
+    char *m = malloc(MESSAGE_MAX + 1);
+    if (m)
+        clean_text(m, MESSAGE_MAX + 1, s);
+    return m;
+}
+
 static void read_finish(ctx *x, const cJSON *f)
 {
     if (cJSON_IsString(f))
-        snprintf(x->r->finish, sizeof x->r->finish, "%s", f->valuestring);
+        clean_text(x->r->finish, sizeof x->r->finish, f->valuestring);
 }
 
 /* The message of an error object {"error": {"message": ...}} (or {"error": "..."}), else NULL. */
@@ -160,6 +198,7 @@ static void token_event(ctx *x, double t)
             set_fail(x, REQ_CLIENT, "%s", "out of memory");
     }
     x->t_last = t;
+    x->cancelled = r->token_events == x->cancel_after;
 }
 
 static bool on_event(void *user, const char *data, size_t n, double t)
@@ -208,7 +247,7 @@ static bool on_event(void *user, const char *data, size_t n, double t)
             set_fail(x, REQ_BAD_RESPONSE, "%s", "a chunk has an invalid usage");
     }
     cJSON_Delete(root);
-    return x->fail == REQ_OK;
+    return x->fail == REQ_OK && !x->cancelled; /* false closes the connection */
 }
 
 static bool on_body(void *user, int status, const char *data, size_t n, double t)
@@ -266,19 +305,6 @@ static void read_whole(ctx *x)
     cJSON_Delete(root);
 }
 
-/* A short, printable copy of a message. */
-static char *clean_copy(const char *s)
-{
-    size_t n = strnlen(s, MESSAGE_MAX);
-    char *m = malloc(n + 1);
-    if (!m)
-        return NULL;
-    for (size_t i = 0; i < n; i++)
-        m[i] = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? ' ' : s[i];
-    m[n] = 0;
-    return m;
-}
-
 static req_error from_http(http_error e)
 {
     switch (e) {
@@ -295,10 +321,76 @@ static req_error from_http(http_error e)
     return REQ_CLIENT;
 }
 
-void request_run(const request_config *c, const char *body, size_t len, double t0, req_result *r)
+/* The request's fate once the exchange (he, err) is over. */
+static void judge(ctx *x, http_error he, const char *err)
+{
+    const request_config *c = x->c;
+    req_result *r = x->r;
+    req_error e = REQ_OK;
+    const char *why = NULL;
+    char msg[MESSAGE_MAX + 64];
+    if (x->cancelled) { /* abandoned on purpose: whatever the exchange says after that is moot */
+        e = REQ_CANCELLED;
+    } else if (x->fail != REQ_OK) { /* found while reading: the most specific reason */
+        e = x->fail;
+        why = x->why;
+    } else if (he != HTTP_OK) {
+        e = from_http(he);
+        why = err;
+    } else if (r->status != 200) {
+        e = REQ_HTTP_STATUS;
+        cJSON *root = cJSON_ParseWithLength(x->body.s ? x->body.s : "", x->body.len);
+        const char *m = root ? error_message(root) : NULL;
+        snprintf(msg, sizeof msg, "%s", m ? m : x->body.s ? x->body.s : "(empty body)");
+        cJSON_Delete(root);
+        why = msg;
+    } else if (c->stream) {
+        if (!x->done) {
+            e = REQ_BAD_RESPONSE;
+            why = "the stream ended without data: [DONE]";
+        } else if (!x->got_usage) {
+            e = REQ_BAD_RESPONSE;
+            why = "the stream carried no usage";
+        } else if (r->token_events != r->output_tokens) {
+            e = REQ_COUNT_MISMATCH;
+            snprintf(msg, sizeof msg, "%d token events, usage.completion_tokens %d", r->token_events,
+                     r->output_tokens);
+            why = msg;
+        }
+    } else {
+        read_whole(x);
+        e = x->fail;
+        why = x->why;
+    }
+    r->error = e;
+    if (e != REQ_OK && e != REQ_CANCELLED)
+        r->message = clean_copy(why && why[0] ? why : "failed");
+    if (c->stream && x->itl.len) {
+        r->itl = (double *)x->itl.s; /* the buffer's bytes are the double array; keep them */
+        r->n_itl = (int)(x->itl.len / sizeof(double));
+        x->itl = (buf){0};
+    }
+    buf_free(&x->itl);
+    buf_free(&x->body);
+    sse_free(&x->parser);
+}
+
+int request_cancel_point(const request_config *c, uint64_t seed, unsigned level, unsigned long long i)
+{
+    if (!c->stream || c->cancel_rate <= 0 || c->max_tokens < 2)
+        return 0;
+    rng g;
+    rng_init(&g, seed ^ 0xca9ce1ull, level, i); /* a stream apart from the prompts' and the arrivals' */
+    if ((double)(rng_next(&g) >> 11) * 0x1p-53 >= c->cancel_rate)
+        return 0;
+    return 1 + (int)rng_below(&g, (uint64_t)c->max_tokens - 1);
+}
+
+void request_run(const request_config *c, const char *body, size_t len, int cancel_after, double t0,
+                 req_result *r)
 {
     *r = (req_result){.ttft = -1, .prompt_tokens = -1, .output_tokens = -1, .cached_tokens = -1};
-    ctx x = {.c = c, .r = r};
+    ctx x = {.c = c, .r = r, .cancel_after = cancel_after};
     sse_init(&x.parser, EVENT_MAX);
     const char *path = c->ep == ENDPOINT_GENERATE ? "/generate" : "/v1/completions";
     http_request rq = {.method = "POST", .path = path, .accept = c->stream ? "text/event-stream" : "application/json",
@@ -309,50 +401,18 @@ void request_run(const request_config *c, const char *body, size_t len, double t
     char err[256] = "";
     http_error he = http_exchange(c->target, &rq, &lim, &r->status, on_body, &x, err, sizeof err);
     r->e2e = clock_now() - x.t_start;
+    judge(&x, he, err);
+}
 
-    req_error e = REQ_OK;
-    const char *why = NULL;
-    char msg[MESSAGE_MAX + 64];
-    if (x.fail != REQ_OK) { /* found while reading: the most specific reason */
-        e = x.fail;
-        why = x.why;
-    } else if (he != HTTP_OK) {
-        e = from_http(he);
-        why = err;
-    } else if (r->status != 200) {
-        e = REQ_HTTP_STATUS;
-        cJSON *root = cJSON_ParseWithLength(x.body.s ? x.body.s : "", x.body.len);
-        const char *m = root ? error_message(root) : NULL;
-        snprintf(msg, sizeof msg, "%s", m ? m : x.body.s ? x.body.s : "(empty body)");
-        cJSON_Delete(root);
-        why = msg;
-    } else if (c->stream) {
-        if (!x.done) {
-            e = REQ_BAD_RESPONSE;
-            why = "the stream ended without data: [DONE]";
-        } else if (!x.got_usage) {
-            e = REQ_BAD_RESPONSE;
-            why = "the stream carried no usage";
-        } else if (r->token_events != r->output_tokens) {
-            e = REQ_COUNT_MISMATCH;
-            snprintf(msg, sizeof msg, "%d token events, usage.completion_tokens %d", r->token_events,
-                     r->output_tokens);
-            why = msg;
-        }
-    } else {
-        read_whole(&x);
-        e = x.fail;
-        why = x.why;
-    }
-    r->error = e;
-    if (e != REQ_OK)
-        r->message = clean_copy(why && why[0] ? why : "failed");
-    if (c->stream && x.itl.len) {
-        r->itl = (double *)x.itl.s; /* the buffer's bytes are the double array; keep them */
-        r->n_itl = (int)(x.itl.len / sizeof(double));
-        x.itl = (buf){0};
-    }
-    buf_free(&x.itl);
-    buf_free(&x.body);
-    sse_free(&x.parser);
+void request_read(const request_config *c, int fd, req_result *r)
+{
+    *r = (req_result){.ttft = -1, .prompt_tokens = -1, .output_tokens = -1, .cached_tokens = -1};
+    ctx x = {.c = c, .r = r};
+    sse_init(&x.parser, EVENT_MAX);
+    x.t_start = clock_now();
+    http_limits lim = {.deadline = x.t_start + c->timeout_s, .stop_fd = -1};
+    char err[256] = "";
+    http_error he = http_read_response(fd, &lim, &r->status, on_body, &x, err, sizeof err);
+    r->e2e = clock_now() - x.t_start;
+    judge(&x, he, err);
 }

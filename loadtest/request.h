@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "buf.h"
 #include "http.h"
@@ -25,6 +26,7 @@ typedef enum req_error {
     REQ_COUNT_MISMATCH, /* streamed token events (or /generate's "tokens") differ from usage.completion_tokens */
     REQ_INTERRUPTED,    /* cut short by SIGINT after the grace period: not the server's fault */
     REQ_CLIENT,         /* the load tester's own failure (out of memory, out of sockets) */
+    REQ_CANCELLED,      /* abandoned mid-stream on purpose (--cancel-rate): not an error */
 } req_error;
 
 typedef struct req_result {
@@ -48,6 +50,8 @@ typedef struct request_config {
     endpoint ep;
     bool stream;
     char *fields;     /* the body's fields after the prompt, rendered once: ,"max_tokens":128,... */
+    int max_tokens;
+    double cancel_rate; /* fraction of streams abandoned mid-way (request_cancel_point) */
     double timeout_s; /* per request, connect to last byte */
     int stop_fd;      /* see http_limits */
     double grace_s;
@@ -62,8 +66,19 @@ void request_config_free(request_config *c);
 /* The body of request i of level `level`. False when memory runs out. */
 bool request_body(const request_config *c, const prompts *p, unsigned level, unsigned long long i, buf *out);
 
-/* Sends body and measures; t0 is the level's start (clock_now()). Fills r (free with request_result_free). */
-void request_run(const request_config *c, const char *body, size_t len, double t0, req_result *r);
+/* Whether request i of level `level` is one of the streams to abandon: 0, or the number of token events after which
+ * the client closes its socket, uniform in [1, max_tokens - 1] (so that it happens mid-way), for a cancel_rate
+ * fraction of the requests (drawn from (seed, level, i): a --seed replays them). */
+int request_cancel_point(const request_config *c, uint64_t seed, unsigned level, unsigned long long i);
+
+/* Sends body and measures; t0 is the level's start (clock_now()). cancel_after: see request_cancel_point (a stream
+ * that ends before that many token events completes as usual). Fills r (free with request_result_free). */
+void request_run(const request_config *c, const char *body, size_t len, int cancel_after, double t0,
+                 req_result *r);
+
+/* Reads and judges a response as request_run does, from fd (a non-blocking socket whose request was sent; the caller
+ * closes it): what the fuzz harness drives with arbitrary responses. */
+void request_read(const request_config *c, int fd, req_result *r);
 void request_result_free(req_result *r);
 
 /* The error's name in reports: "http_429", "timeout", ... ("ok" when none). */

@@ -75,7 +75,8 @@ static void *client(void *arg)
         if (c->rate <= 0 || wait_until(c, at)) {
             if (request_body(c->rq, c->prompts, c->level, (unsigned long long)i, &body)) {
                 atomic_fetch_add(&s->in_flight, 1);
-                request_run(c->rq, body.s, body.len, s->t0, &r);
+                request_run(c->rq, body.s, body.len,
+                            request_cancel_point(c->rq, c->seed, c->level, (unsigned long long)i), s->t0, &r);
                 atomic_fetch_sub(&s->in_flight, 1);
                 sent = true;
             } else {
@@ -96,7 +97,7 @@ static void *client(void *arg)
             }
             if (o->n < o->cap) {
                 o->r[o->n++] = r;
-                if (r.error != REQ_OK && r.error != REQ_INTERRUPTED)
+                if (r.error != REQ_OK && r.error != REQ_INTERRUPTED && r.error != REQ_CANCELLED)
                     s->failed++;
                 if (r.error == REQ_OK)
                     s->out_tokens += r.output_tokens;

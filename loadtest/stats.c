@@ -78,6 +78,10 @@ int stats_summarize(const req_result *r, size_t n, int concurrency, double rate,
             first = q->start;
         if (s->requests == 1 || q->start + q->e2e > last)
             last = q->start + q->e2e;
+        if (q->error == REQ_CANCELLED) {
+            s->cancelled++;
+            continue;
+        }
         if (q->error != REQ_OK) {
             s->failed++;
             char name[24];

@@ -29,8 +29,9 @@ typedef struct error_kind {
 typedef struct level_summary {
     int concurrency;
     double rate;               /* open loop: arrivals per second; 0: closed loop */
-    size_t requests;           /* finished, ok or failed (interrupted ones are not counted) */
+    size_t requests;           /* finished: ok, failed or cancelled (interrupted ones are not counted) */
     size_t ok, failed;
+    size_t cancelled;          /* streams abandoned on purpose (--cancel-rate) */
     size_t interrupted;        /* cut short by SIGINT */
     double duration_s;         /* first connect to the end of the last response */
     long long prompt_tokens, output_tokens, cached_tokens; /* sums over successful requests */

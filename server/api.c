@@ -7,18 +7,29 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Drops a UTF-8 sequence that truncation cut short at the end of s. */
-static void trim_utf8(char *s)
+#include "utf8.h"
+
+/* s[size] made valid UTF-8 in place: what the message echoes from the request (a path, a header, a key) may hold
+ * any bytes, and truncation may have cut a character (dropped). Invalid sequences become U+FFFD; the result is cut
+ * between characters to fit. */
+static void valid_utf8(char *s, size_t size)
 {
-    size_t n = strlen(s), k = 0;
-    while (k < n && k < 4 && ((unsigned char)s[n - 1 - k] & 0xC0) == 0x80)
-        k++;
-    if (k < n) {
-        const unsigned char lead = (unsigned char)s[n - 1 - k];
-        const size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
-        if (need > k + 1)
-            s[n - 1 - k] = '\0';
+    size_t n = strlen(s);
+    if (utf8_ends_incomplete(s, n)) { /* a character cut by the truncation: dropped, not shown as U+FFFD */
+        while (((unsigned char)s[n - 1] & 0xC0) == 0x80)
+            n--;
+        s[--n] = '\0';
     }
+    if (utf8_check(s, n) == n)
+        return;
+    char *fixed = malloc(3 * n + 1);
+    if (!fixed) { /* out of memory: keep the valid prefix */
+        s[utf8_check(s, n)] = '\0';
+        return;
+    }
+    fixed[utf8_lossy(s, n, fixed)] = '\0';
+    snprintf(s, size, "%.*s", utf8_clip(fixed, (int)size - 1), fixed);
+    free(fixed);
 }
 
 void api_error_set(api_error *e, int status, const char *type, const char *param, const char *fmt, ...)
@@ -26,12 +37,12 @@ void api_error_set(api_error *e, int status, const char *type, const char *param
     e->status = status;
     e->type = type;
     snprintf(e->param, sizeof e->param, "%s", param ? param : "");
-    trim_utf8(e->param);
+    valid_utf8(e->param, sizeof e->param);
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(e->message, sizeof e->message, fmt, ap);
     va_end(ap);
-    trim_utf8(e->message);
+    valid_utf8(e->message, sizeof e->message);
 }
 
 void api_engine_error(fk_status status, const char *message, api_error *e)

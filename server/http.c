@@ -7,10 +7,15 @@
  * The listening socket is ours: an accept thread counts open connections and closes those over max_connections at
  * once, and hands the others to libmicrohttpd (MHD_add_connection), which applies the per-IP limit. (libmicrohttpd
  * 0.9.75's own listener stops accepting at the limit, so the excess waits in the kernel's backlog, and its count of
- * connections added to a thread pool does not hold them to the limit.) */
+ * connections added to a thread pool does not hold them to the limit.)
+ *
+ * Requests libmicrohttpd refuses itself (malformed, oversized) get the same JSON error bodies as the routes' errors:
+ * see MHD_queue_response below. */
+#define _GNU_SOURCE /* RTLD_NEXT */
 #include "http.h"
 
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -24,6 +29,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -130,6 +136,41 @@ static void stop_watcher(http *h)
 
 /* ---- responses ---- */
 
+typedef enum MHD_Result (*queue_response_fn)(struct MHD_Connection *, unsigned int, struct MHD_Response *);
+/* libmicrohttpd's MHD_queue_response (the server defines one of its own, below); set by http_start. */
+static queue_response_fn mhd_queue_response;
+/* The per-connection memory limit, which the request line and headers must fit in; set by http_start. */
+static size_t head_limit;
+
+/* libmicrohttpd 0.9.75 answers the requests it refuses before any callback sees them — a malformed request line,
+ * header, Content-Length or chunked body (400), a Content-Length or chunk size out of range (413), a request line or
+ * headers over the connection's memory limit (414, 431), an unsupported HTTP version (505) — with HTML bodies of its
+ * own, and has no option to change them. (For a bad Content-Length it even sends the response head twice.) It queues
+ * them through its exported MHD_queue_response, which it calls through the PLT, so this definition, in the
+ * executable, takes those calls; the server's own responses go straight to the library's function
+ * (mhd_queue_response). So every call that lands here is one of those refusals: the documented JSON error of the
+ * same status is written to the socket here (a few hundred bytes to a connection with nothing else in flight: the
+ * send buffer takes them), and MHD_NO makes libmicrohttpd close the connection, as it would after its own answer.
+ * The smoke tests send each kind of refusal and check the answer. */
+enum MHD_Result MHD_queue_response(struct MHD_Connection *connection, unsigned int status_code,
+                                   struct MHD_Response *response)
+{
+    (void)response;
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    routes_reply reply;
+    routes_protocol_error((int)status_code, head_limit, &reply);
+    char head[256];
+    const int n = snprintf(head, sizeof head,
+                           "HTTP/1.1 %u %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n",
+                           status_code, MHD_get_reason_phrase_for(status_code), reply.content_type, reply.len);
+    struct iovec iov[2] = {{.iov_base = head, .iov_len = (size_t)n}, {.iov_base = reply.body, .iov_len = reply.len}};
+    const struct msghdr msg = {.msg_iov = iov, .msg_iovlen = 2};
+    if (info && sendmsg(info->connect_fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+        log_info("http: cannot send the %u answer to a refused request: %s", status_code, strerror(errno));
+    free(reply.body);
+    return MHD_NO;
+}
+
 static enum MHD_Result send_reply(http_conn *c, routes_reply *reply)
 {
     struct MHD_Response *resp =
@@ -149,7 +190,7 @@ static enum MHD_Result send_reply(http_conn *c, routes_reply *reply)
         snprintf(s, sizeof s, "%d", reply->retry_after);
         MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, s);
     }
-    const enum MHD_Result ok = MHD_queue_response(c->conn, (unsigned)reply->status, resp);
+    const enum MHD_Result ok = mhd_queue_response(c->conn, (unsigned)reply->status, resp);
     MHD_destroy_response(resp);
     return ok;
 }
@@ -175,7 +216,7 @@ static enum MHD_Result send_stream(http_conn *c)
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
     MHD_add_response_header(resp, "X-Accel-Buffering", "no");
-    const enum MHD_Result ok = MHD_queue_response(c->conn, MHD_HTTP_OK, resp);
+    const enum MHD_Result ok = mhd_queue_response(c->conn, MHD_HTTP_OK, resp);
     MHD_destroy_response(resp);
     return ok;
 }
@@ -382,6 +423,14 @@ http *http_start(const http_options *o, routes *rt, queue *q, char *err, size_t 
         snprintf(err, err_len, "out of memory");
         return NULL;
     }
+    /* The POSIX idiom for a function pointer from dlsym (ISO C has no conversion from void *). */
+    *(void **)&mhd_queue_response = dlsym(RTLD_NEXT, "MHD_queue_response");
+    if (!mhd_queue_response) {
+        snprintf(err, err_len, "cannot find libmicrohttpd's MHD_queue_response: %s", dlerror());
+        free(h);
+        return NULL;
+    }
+    head_limit = o->memory_limit;
     h->rt = rt;
     h->q = q;
     h->max_body_bytes = o->max_body_bytes;

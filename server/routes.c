@@ -513,6 +513,29 @@ ssize_t routes_stream(routes_call *c, char *buf, size_t max)
     }
 }
 
+void routes_protocol_error(int status, size_t head_limit, routes_reply *reply)
+{
+    api_error e;
+    const char *type = status >= 500 ? "server_error" : "invalid_request_error";
+    switch (status) {
+    case 400: api_error_set(&e, status, type, NULL, "malformed HTTP request"); break;
+    case 413:
+        api_error_set(&e, status, type, NULL, "body too large: its Content-Length or a chunk size is out of range");
+        break;
+    case 414:
+        api_error_set(&e, status, type, NULL, "URL too long: the request line and headers must fit in %zu bytes",
+                      head_limit);
+        break;
+    case 431:
+        api_error_set(&e, status, type, NULL,
+                      "request headers too large: the request line and headers must fit in %zu bytes", head_limit);
+        break;
+    case 505: api_error_set(&e, status, type, NULL, "HTTP version not supported: use HTTP/1.1 or 1.0"); break;
+    default: api_error_set(&e, status, type, NULL, "the HTTP request failed (status %d)", status); break;
+    }
+    reply_error(reply, &e);
+}
+
 void routes_end(routes_call *c)
 {
     if (!c)

@@ -73,4 +73,9 @@ ssize_t routes_stream(routes_call *c, char *buf, size_t max);
 /* The connection is done with the call (response sent, or connection closed): an unfinished request is cancelled. */
 void routes_end(routes_call *c);
 
+/* The JSON error for a request the HTTP library refused before any route saw it (status 400 malformed, 413 a
+ * Content-Length or chunk size out of range, 414 or 431 a request line or headers over head_limit bytes, 505 the
+ * HTTP version, 500 its own failure). */
+void routes_protocol_error(int status, size_t head_limit, routes_reply *reply);
+
 #endif

@@ -246,8 +246,13 @@ static bool check_keys(const cJSON *node, json_fault *f)
         if (strcmp(keys[i - 1], keys[i]) == 0)
             dup = keys[i];
     if (dup) {
-        snprintf(f->key, sizeof f->key, "%s", dup);
-        fault(f, FK_ERR_FORMAT, "duplicate key \"%.*s\"", utf8_clip(dup, 200), dup);
+        /* Named in valid UTF-8 even when the key is not (its bytes are the caller's to check, after this): the message
+         * and key go into logs and JSON error bodies. Invalid sequences become U+FFFD; cuts fall between characters. */
+        char shown[3 * 200 + 1];
+        shown[utf8_lossy(dup, (size_t)utf8_clip(dup, 200), shown)] = '\0';
+        shown[utf8_clip(shown, 240)] = '\0'; /* the message holds it whole */
+        snprintf(f->key, sizeof f->key, "%.*s", utf8_clip(shown, (int)sizeof f->key - 1), shown);
+        fault(f, FK_ERR_FORMAT, "duplicate key \"%s\"", shown);
     }
     free(keys);
     return !dup;

@@ -17,7 +17,7 @@
 /* Why json_parse_strict failed. */
 typedef struct json_fault {
     fk_status status;  /* FK_ERR_FORMAT, or FK_ERR_OUT_OF_MEMORY */
-    char key[64];      /* a duplicate key (cut at 63 bytes), else "" */
+    char key[64];      /* a duplicate key (valid UTF-8, cut between characters within 63 bytes), else "" */
     char message[320]; /* "invalid JSON at byte 13: unexpected end of input", "duplicate key \"k\"", ... */
 } json_fault;
 

@@ -1,4 +1,6 @@
-/* safetensors.c — mmap safetensors files, validate their headers, resolve tensors through the shard index.
+/* safetensors.c — open safetensors files, validate their headers, resolve tensors through the shard index, read
+ * tensors. Files are read with pread, not mapped: a file truncated while a model loads (a copy or download still
+ * going on) is a clean FK_ERR_IO, where a mapping would raise SIGBUS.
  *
  * File format: u64 little-endian header length N, N bytes of JSON
  * {"name": {"dtype": "BF16", "shape": [..], "data_offsets": [begin, end]}, "__metadata__": {..}}, then the
@@ -11,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -24,8 +25,8 @@
 
 typedef struct st_file {
     char *path;
-    void *map;
-    size_t size;
+    int fd;
+    uint64_t size; /* at open */
 } st_file;
 
 struct safetensors {
@@ -63,8 +64,7 @@ static int compare_tensor_names(const void *a, const void *b)
 static int compare_tensor_offsets(const void *a, const void *b)
 {
     const st_tensor *x = *(const st_tensor *const *)a, *y = *(const st_tensor *const *)b;
-    const char *px = x->data, *py = y->data;
-    return px < py ? -1 : px > py;
+    return x->offset < y->offset ? -1 : x->offset > y->offset;
 }
 
 void safetensors_close(safetensors *st)
@@ -75,8 +75,8 @@ void safetensors_close(safetensors *st)
         free((char *)st->tensors[i].name);
     free(st->tensors);
     for (int i = 0; i < st->n_files; i++) {
-        if (st->files[i].map && st->files[i].map != MAP_FAILED)
-            munmap(st->files[i].map, st->files[i].size);
+        if (st->files[i].fd >= 0)
+            close(st->files[i].fd);
         free(st->files[i].path);
     }
     free(st->files);
@@ -84,44 +84,54 @@ void safetensors_close(safetensors *st)
     free(st);
 }
 
-/* Maps the file into f. */
-static fk_status map_file(const char *path, st_file *f, fk_error *err)
+/* Reads n bytes at offset `at` of f; a short read is the file changing under us (truncated). */
+static fk_status read_exact(int fd, const char *path, uint64_t at, void *buf, size_t n, fk_error *err)
 {
-    f->path = strdup(path);
-    if (!f->path)
-        return fk_error_set(err, FK_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return fk_error_set(err, FK_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fd, &sb) != 0) {
-        close(fd);
-        return fk_error_set(err, FK_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        close(fd);
-        return fk_error_set(err, FK_ERR_IO, "%s: not a regular file", path);
-    }
-    f->size = (size_t)sb.st_size;
-    if (f->size < 8) {
-        close(fd);
-        return fk_error_set(err, FK_ERR_FORMAT, "%s: file is %zu bytes, too short for a safetensors header", path,
-                            f->size);
-    }
-    f->map = mmap(NULL, f->size, PROT_READ, MAP_PRIVATE, fd, 0);
-    close(fd);
-    if (f->map == MAP_FAILED) {
-        f->map = NULL;
-        return fk_error_set(err, FK_ERR_IO, "%s: cannot mmap: %s", path, strerror(errno));
+    for (size_t got = 0; got < n;) {
+        ssize_t r = pread(fd, (char *)buf + got, n - got, (off_t)(at + got));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return fk_error_set(err, FK_ERR_IO, "%s: cannot read: %s", path, strerror(errno));
+        if (r == 0) {
+            struct stat sb;
+            return fk_error_set(err, FK_ERR_IO,
+                                "%s: cannot read %zu bytes at offset %llu: the file is now %lld bytes (was it "
+                                "changed while the model was loading?)",
+                                path, n, (unsigned long long)at, fstat(fd, &sb) ? -1LL : (long long)sb.st_size);
+        }
+        got += (size_t)r;
     }
     return FK_OK;
 }
 
-/* Reads one header entry into t; data_len is the size of the data section. */
-static fk_status parse_entry(const cJSON *entry, const char *path, const char *data, uint64_t data_len,
+/* Opens the file into f (f->fd is -1 until it is open). */
+static fk_status open_file(const char *path, st_file *f, fk_error *err)
+{
+    f->fd = -1;
+    f->path = strdup(path);
+    if (!f->path)
+        return fk_error_set(err, FK_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+    f->fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (f->fd < 0)
+        return fk_error_set(err, FK_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    struct stat sb;
+    if (fstat(f->fd, &sb) != 0)
+        return fk_error_set(err, FK_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
+    if (!S_ISREG(sb.st_mode))
+        return fk_error_set(err, FK_ERR_IO, "%s: not a regular file", path);
+    f->size = (uint64_t)sb.st_size;
+    if (f->size < 8)
+        return fk_error_set(err, FK_ERR_FORMAT, "%s: file is %llu bytes, too short for a safetensors header", path,
+                            (unsigned long long)f->size);
+    return FK_OK;
+}
+
+/* Reads one header entry of f into t; the data section starts at byte data_at and holds data_len bytes. */
+static fk_status parse_entry(const cJSON *entry, const st_file *f, uint64_t data_at, uint64_t data_len,
                              st_tensor *t, fk_error *err)
 {
-    const char *name = entry->string;
+    const char *name = entry->string, *path = f->path;
     if (!cJSON_IsObject(entry))
         return fk_error_set(err, FK_ERR_FORMAT, "%s: tensor \"%s\": entry is not an object", path, name);
     const cJSON *dtype = cJSON_GetObjectItemCaseSensitive(entry, "dtype");
@@ -170,7 +180,8 @@ static fk_status parse_entry(const cJSON *entry, const char *path, const char *d
                             "%s: tensor \"%s\": %s shape needs %llu bytes but data_offsets give %lld", path, name,
                             dtype->valuestring, (unsigned long long)(numel * elem), (long long)(end - begin));
     t->numel = (int64_t)numel;
-    t->data = data + begin;
+    t->fd = f->fd;
+    t->offset = data_at + (uint64_t)begin;
     t->nbytes = (size_t)(end - begin);
     t->file = path;
     return FK_OK;
@@ -179,7 +190,10 @@ static fk_status parse_entry(const cJSON *entry, const char *path, const char *d
 /* Validates f's header and appends its tensors to st (which has room for them). */
 static fk_status read_header(safetensors *st, st_file *f, fk_error *err)
 {
-    const unsigned char *b = f->map;
+    unsigned char b[8];
+    fk_status s = read_exact(f->fd, f->path, 0, b, 8, err);
+    if (s)
+        return s;
     uint64_t header_len = 0;
     for (int i = 7; i >= 0; i--)
         header_len = header_len << 8 | b[i];
@@ -192,14 +206,20 @@ static fk_status read_header(safetensors *st, st_file *f, fk_error *err)
     cJSON *root;
     char what[PATH_MAX + 16];
     snprintf(what, sizeof what, "%s: header", f->path);
-    fk_status s = json_parse((const char *)b + 8, (size_t)header_len, what, &root, err);
+    char *header = malloc((size_t)header_len + 1);
+    if (!header)
+        return fk_error_set(err, FK_ERR_OUT_OF_MEMORY, "%s: out of memory for a header of %llu bytes", f->path,
+                            (unsigned long long)header_len);
+    s = read_exact(f->fd, f->path, 8, header, (size_t)header_len, err);
+    if (!s)
+        s = json_parse(header, (size_t)header_len, what, &root, err);
+    free(header);
     if (s)
         return s;
     if (!cJSON_IsObject(root)) {
         cJSON_Delete(root);
         return fk_error_set(err, FK_ERR_FORMAT, "%s: header is not a JSON object", f->path);
     }
-    const char *data = (const char *)b + 8 + header_len;
     uint64_t data_len = f->size - 8 - header_len;
     int first = st->n_tensors;
     int n_entries = cJSON_GetArraySize(root);
@@ -214,7 +234,7 @@ static fk_status read_header(safetensors *st, st_file *f, fk_error *err)
             continue;
         st_tensor *t = &st->tensors[st->n_tensors];
         memset(t, 0, sizeof *t);
-        s = parse_entry(e, f->path, data, data_len, t, err);
+        s = parse_entry(e, f, 8 + header_len, data_len, t, err);
         if (!s && !(t->name = strdup(e->string)))
             s = fk_error_set(err, FK_ERR_OUT_OF_MEMORY, "%s: out of memory", f->path);
         if (s)
@@ -235,7 +255,7 @@ static fk_status read_header(safetensors *st, st_file *f, fk_error *err)
     qsort(by_offset, (size_t)n, sizeof *by_offset, compare_tensor_offsets);
     for (int i = 1; i < n && !s; i++) {
         const st_tensor *p = by_offset[i - 1], *q = by_offset[i];
-        if ((const char *)p->data + p->nbytes > (const char *)q->data)
+        if (p->offset + p->nbytes > q->offset)
             s = fk_error_set(err, FK_ERR_FORMAT, "%s: tensors \"%s\" and \"%s\" overlap", f->path, p->name, q->name);
     }
     free(by_offset);
@@ -264,7 +284,7 @@ static fk_status open_files(const char *source, char **paths, int n_paths, safet
     fk_status s = st->files && st->source ? FK_OK : fk_error_set(err, FK_ERR_OUT_OF_MEMORY, "out of memory");
     for (int i = 0; i < n_paths && !s; i++) {
         st->n_files++;
-        s = map_file(paths[i], &st->files[i], err);
+        s = open_file(paths[i], &st->files[i], err);
         if (!s)
             s = read_header(st, &st->files[i], err);
     }
@@ -406,29 +426,30 @@ const st_tensor *safetensors_at(const safetensors *st, int i)
     return &st->tensors[i];
 }
 
+fk_status st_tensor_read(const st_tensor *t, void *out, fk_error *err)
+{
+    return read_exact(t->fd, t->file, t->offset, out, t->nbytes, err);
+}
+
 fk_status st_tensor_to_f32(const st_tensor *t, float *out, fk_error *err)
 {
-    const unsigned char *p = t->data;
-    switch (t->dtype) {
-    case ST_F32:
-        memcpy(out, p, t->nbytes);
-        return FK_OK;
-    case ST_F16:
-        for (int64_t i = 0; i < t->numel; i++) {
-            uint16_t h;
-            memcpy(&h, p + 2 * i, 2);
-            out[i] = fp16_to_f32(h);
-        }
-        return FK_OK;
-    case ST_BF16:
-        for (int64_t i = 0; i < t->numel; i++) {
-            uint16_t h;
-            memcpy(&h, p + 2 * i, 2);
-            out[i] = bf16_to_f32(h);
-        }
-        return FK_OK;
-    default:
+    if (t->dtype == ST_F32)
+        return st_tensor_read(t, out, err);
+    if (t->dtype != ST_F16 && t->dtype != ST_BF16)
         return fk_error_set(err, FK_ERR_UNSUPPORTED, "%s: tensor \"%s\" has dtype %s; F32, F16 or BF16 expected",
                             t->file, t->name, st_dtype_name(t->dtype));
+    /* Half-precision values through a bounded buffer, converted as they come. */
+    enum { CHUNK = 1 << 18 };
+    uint16_t *h = malloc(CHUNK * sizeof *h);
+    if (!h)
+        return fk_error_set(err, FK_ERR_OUT_OF_MEMORY, "out of memory reading \"%s\"", t->name);
+    fk_status s = FK_OK;
+    for (int64_t i = 0; i < t->numel && !s; i += CHUNK) {
+        const int64_t n = t->numel - i < CHUNK ? t->numel - i : CHUNK;
+        s = read_exact(t->fd, t->file, t->offset + 2 * (uint64_t)i, h, 2 * (size_t)n, err);
+        for (int64_t k = 0; k < n && !s; k++)
+            out[i + k] = t->dtype == ST_F16 ? fp16_to_f32(h[k]) : bf16_to_f32(h[k]);
     }
+    free(h);
+    return s;
 }

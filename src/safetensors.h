@@ -1,5 +1,6 @@
 /* safetensors.h — read-only access to a model's safetensors weights: one file or shards with an index.
- * Files are mmapped; every header is validated against its file before any tensor is handed out. */
+ * Every header is validated against its file before any tensor is handed out; tensors are read (pread) on demand, so
+ * a file truncated meanwhile is an error, not a SIGBUS. */
 #ifndef FK_SAFETENSORS_H
 #define FK_SAFETENSORS_H
 
@@ -22,7 +23,8 @@ typedef struct st_tensor {
     int ndim;
     int64_t shape[ST_MAX_DIMS];
     int64_t numel;
-    const void *data;           /* into the mapping; not aligned in general */
+    int fd;                     /* the open file */
+    uint64_t offset;            /* of its first byte in the file */
     size_t nbytes;
 } st_tensor;
 
@@ -51,8 +53,13 @@ const st_tensor *safetensors_at(const safetensors *st, int i);
 /* Human-readable dtype name ("BF16"). */
 const char *st_dtype_name(st_dtype dtype);
 
-/* Converts an F32, F16 or BF16 tensor to float32 (out holds t->numel floats); other dtypes are
- * FK_ERR_UNSUPPORTED naming the tensor. */
+/* Reads the tensor's t->nbytes bytes as they are in the file into out; FK_ERR_IO when the file no longer holds them
+ * (truncated since it was opened). */
+fk_status st_tensor_read(const st_tensor *t, void *out, fk_error *err);
+
+/* Reads an F32, F16 or BF16 tensor as float32 (out holds t->numel floats); other dtypes are FK_ERR_UNSUPPORTED
+ * naming the tensor; a file that no longer holds the tensor's bytes (truncated since it was opened) is FK_ERR_IO
+ * naming the file. */
 fk_status st_tensor_to_f32(const st_tensor *t, float *out, fk_error *err);
 
 #endif

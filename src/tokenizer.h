@@ -140,10 +140,10 @@ static inline const char *tokenizer_str(const fk_tokenizer *t, tok_str s)
 }
 
 /* p with room for need elements of elem bytes (capacity *cap, updated): p itself, a realloc of it, or NULL
- * (p untouched) when out of memory. */
+ * (p untouched) when out of memory. Never NULL otherwise, even for need 0 (callers take NULL for a failure). */
 static inline void *tokenizer_reserve(void *p, size_t *cap, size_t need, size_t elem)
 {
-    if (need <= *cap)
+    if (p && need <= *cap)
         return p;
     if (need > SIZE_MAX / 4 / elem)
         return NULL;

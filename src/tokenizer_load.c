@@ -733,6 +733,10 @@ static fk_status load_template(loader *L, const cJSON *p, const char *where)
             if (!json_as_int(x, &v) || v < 0 || v >= t->vocab_size)
                 return fail(L, FK_ERR_FORMAT, w, "the ids of special token \"%.200s\" must be integers in [0, %d)",
                             id->valuestring, t->vocab_size);
+            /* An id without a token (a hole between the model's ids and added ones) would not decode. */
+            if (t->dec_tok[v].off == TOK_NONE)
+                return fail(L, FK_ERR_FORMAT, w, "special token \"%.200s\": id %lld has no token in the vocabulary",
+                            id->valuestring, (long long)v);
             item->ids[item->n_ids++] = (int32_t)v;
         }
     }

@@ -9,6 +9,7 @@
 #include <cjson/cJSON.h>
 
 #include "cli.h"
+#include "json.h"
 
 static void usage(FILE *f)
 {
@@ -25,7 +26,8 @@ static void usage(FILE *f)
             "  --prompt TEXT       prompt as text; special tokens are added as the model's template says\n"
             "  --batch FILE        one JSON request per line: {\"prompt_ids\":[...]} or {\"prompt\":\"...\"} with\n"
             "                      optional max_tokens, temperature, top_k, top_p, min_p, seed, stop, ignore_eos;\n"
-            "                      all run together, one JSON result per line in input order\n"
+            "                      all run together, one JSON result per line in input order; a line that\n"
+            "                      is not exactly one JSON object (trailing bytes, duplicate keys) is an error\n"
             "  --max-tokens N      tokens to generate (default 16)\n"
             "  --temperature T     0 = greedy (default); up to 2\n"
             "  --top-k K           sample from the K most likely tokens (default 0: off)\n"
@@ -236,13 +238,19 @@ static bool parse_field(fk_model *m, const char *model_dir, const char *where, c
 static const char *const known_fields[] = {"prompt_ids", "prompt", "max_tokens", "temperature", "top_k", "top_p",
                                            "min_p",      "seed",   "stop",       "ignore_eos"};
 
-/* Reads one request line into r. Messages name the file, line and field. */
-static bool parse_request(fk_model *m, const char *model_dir, const char *line, const char *where,
+/* Reads one request line (len bytes) into r with the strict parser: trailing bytes and duplicate keys are errors.
+ * Messages name the file, line and field. */
+static bool parse_request(fk_model *m, const char *model_dir, const char *line, size_t len, const char *where,
                           batch_request *r)
 {
-    cJSON *root = cJSON_Parse(line);
+    cJSON *root = NULL;
+    fk_error err = {0};
     bool ok = false;
     r->params = fk_request_params_default();
+    if (json_parse(line, len, where, &root, &err)) {
+        fprintf(stderr, "error: %s\n", err.message);
+        goto done;
+    }
     if (!cJSON_IsObject(root)) {
         fprintf(stderr, "error: %s: not a JSON object\n", where);
         goto done;
@@ -293,9 +301,10 @@ static int run_batch(fk_model *m, const char *model_dir, fk_engine *e, const cha
     int n = 0, cap = 0, rc = EXIT_RUNTIME, line_no = 0;
     char *line = NULL;
     size_t line_cap = 0;
-    while (getline(&line, &line_cap, f) > 0) {
+    ssize_t len;
+    while ((len = getline(&line, &line_cap, f)) > 0) {
         line_no++;
-        if (strspn(line, " \t\r\n") == strlen(line))
+        if (strspn(line, " \t\r\n") == (size_t)len)
             continue; /* blank line */
         if (n == cap) {
             cap = cap ? 2 * cap : 16;
@@ -307,7 +316,7 @@ static int run_batch(fk_model *m, const char *model_dir, fk_engine *e, const cha
         memset(&reqs[n], 0, sizeof reqs[n]);
         char where[4096 + 32];
         snprintf(where, sizeof where, "%s:%d", path, line_no);
-        bool parsed = parse_request(m, model_dir, line, where, &reqs[n]);
+        bool parsed = parse_request(m, model_dir, line, (size_t)len, where, &reqs[n]);
         n++;
         if (!parsed)
             goto done;

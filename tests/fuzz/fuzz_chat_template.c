@@ -18,18 +18,9 @@
 #include <string.h>
 
 #include "flashkernel.h"
+#include "fuzz_files.h"
 #include "jinja.h"
 #include "utf8.h"
-
-#define CHECK(cond, ...)                                                                                        \
-    do {                                                                                                        \
-        if (!(cond)) {                                                                                          \
-            fprintf(stderr, "check failed: %s: ", #cond);                                                       \
-            fprintf(stderr, __VA_ARGS__);                                                                       \
-            fprintf(stderr, "\n");                                                                              \
-            abort();                                                                                            \
-        }                                                                                                       \
-    } while (0)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -22,19 +22,10 @@
 
 #include "detok.h"
 #include "flashkernel.h"
+#include "fuzz_files.h"
 #include "tokenizer.h"
 #include "unicode_nfc.h"
 #include "utf8.h"
-
-#define CHECK(cond, ...)                                                                                        \
-    do {                                                                                                        \
-        if (!(cond)) {                                                                                          \
-            fprintf(stderr, "check failed: %s: ", #cond);                                                       \
-            fprintf(stderr, __VA_ARGS__);                                                                       \
-            fprintf(stderr, "\n");                                                                              \
-            abort();                                                                                            \
-        }                                                                                                       \
-    } while (0)
 
 enum { GPT2, SHAKESPEARE, LLAMA2, QWEN2, MISTRAL, N_TOKS };
 static const char *const PATHS[N_TOKS] = {FK_FIXTURES_DIR "/tokenizers/gpt2/tokenizer.json",

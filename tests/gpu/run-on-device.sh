@@ -18,6 +18,9 @@
 #   llamacpp-start: start building llama.cpp (.peers/build-llama-cpp.sh, ~9 min) in its own session, so it goes on
 #             after this command returns (the next command must come within the machine's idle time)
 #   llamacpp: wait for that build, convert bench-1b to GGUF (f16, Q8_0, Q4_0) and run llama-bench tg128 on each
+#   soak, overload, faults: docs/RELIABILITY.md's runs on the GPU with the Llama-3.2-1B-shaped model
+#             (tests/soak/*.py): 8 minutes (FK_SOAK_SECONDS) at 256 clients, max_model_len 4096; the burst and 2,000
+#             connections; the injected faults, engine death included; results in $OUT/soak, overload, faults
 # Logs go to $OUT/logs.tar.gz (or /tmp/fk-out); failing tests' output and a summary table are printed last.
 set -u
 cd "$(dirname "$0")/../.."
@@ -164,6 +167,28 @@ case " $steps " in *" serving "*)
     grep -E "^#|^ *[0-9]+ " /tmp/fk-serving/benchmark.txt | tee -a "$summary"
     python3 loadtest/hf_baseline.py /tmp/fk-serving/models/llama-3.2-1b /tmp/fk-serving/models/gpt2-124m 2>&1 |
         grep -E "^#|BASELINE|Error" | tee -a "$summary" ;;
+esac
+case " $steps " in *" soak "* | *" overload "* | *" faults "*)
+    [ -x /tmp/fk-native/server/flashkernel-server ] || build native sm_90
+    [ -d /tmp/llama-1b ] || /tmp/fk-native/tools/flashkernel make-model --arch llama --preset llama-3.2-1b --dtype f16 --out /tmp/llama-1b >"$out/make-model.log" 2>&1 || note "make-model: FAILED" ;;
+esac
+reliability() { # name script args...: one of tests/soak/*.py on the GPU, its last lines into the summary
+    local name=$1 script=$2
+    shift 2
+    python3 "tests/soak/$script" --server /tmp/fk-native/server/flashkernel-server --device cuda --out "$dest/$name" \
+        "$@" >"$out/$name.log" 2>&1
+    note "$name: exit $? — $(tail -n 4 "$out/$name.log" | tr '\n' ' ')"
+}
+case " $steps " in *" soak "*)
+    reliability soak soak.py --loadtest /tmp/fk-native/loadtest/flashkernel-loadtest --model /tmp/llama-1b \
+        --duration "${FK_SOAK_SECONDS:-480}" --clients 256 -- --max-model-len 4096 ;;
+esac
+case " $steps " in *" overload "*)
+    reliability overload overload.py --loadtest /tmp/fk-native/loadtest/flashkernel-loadtest --model /tmp/llama-1b \
+        --max-num-seqs 256 --max-queue 256 --connections 2000 --prompt-len 128 --max-tokens 64 ;;
+esac
+case " $steps " in *" faults "*)
+    reliability faults faults.py --cli /tmp/fk-native/tools/flashkernel --model /tmp/llama-1b --big-model /tmp/llama-1b ;;
 esac
 tar czf "$dest/logs.tar.gz" -C "$out" .
 echo "==== summary"; cat "$summary"

@@ -19,6 +19,11 @@ answers:
   errorevent  a stream with two tokens, then an error event and [DONE]
   slow        like ok, one token every --delay seconds (streams only)
   mixed       request k gets ok, 429, 503, drop, in turn (k mod 4)
+  utf8        text that is not plain ASCII where the load tester copies it into its report, in turn (k mod 4): 429
+              with a multi-byte message longer than the 200 bytes kept; 503 with a body that is not JSON and holds
+              invalid UTF-8; a 400 (an error event in a stream) with a multi-byte message; a valid answer whose
+              finish_reason holds a multi-byte character where it is cut and an invalid byte. GET /v1/models names
+              the model with an invalid byte too
   die         like ok for the first --die-after requests; the listening socket closes before the last of them is
               answered, so every later connection is refused
 
@@ -84,7 +89,8 @@ def read_request(conn):
 
 
 def head(status, ctype, extra=""):
-    reason = {200: "OK", 404: "Not Found", 429: "Too Many Requests", 503: "Service Unavailable"}[status]
+    reason = {200: "OK", 400: "Bad Request", 404: "Not Found", 429: "Too Many Requests",
+              503: "Service Unavailable"}[status]
     return ("HTTP/1.1 %d %s\r\nContent-Type: %s\r\n%s" % (status, reason, ctype, extra)).encode()
 
 
@@ -144,6 +150,44 @@ def chunked(data, rng):
     return out + b"0\r\n\r\n"
 
 
+# utf8 mode: what the messages and names hold (UTF8_RAW: bytes sent as they are, inside JSON strings or not).
+UTF8_429 = "Zu viele Anfragen \u2014 bitte sp\u00e4ter erneut versuchen: " + "\u20ac" * 100
+UTF8_400 = "Ung\u00fcltige Anfrage \u2620 " + "\u00df" * 150
+UTF8_RAW_503 = b"\xff\xfe overloaded \xc3( " + "\u00fc".encode() * 20
+UTF8_RAW_FINISH = b"l\xc3\xa4nge-\xff-" + "\u00e9".encode() * 10
+UTF8_RAW_MODEL = b"mod\xc3\xa8le-\xff"
+
+
+def raw_json(obj, placeholder, raw):
+    """json.dumps(obj) with the string `placeholder` replaced by the bytes `raw` (which need not be UTF-8)."""
+    return json.dumps(obj).encode().replace(placeholder.encode(), raw)
+
+
+def answer_utf8(conn, k, path, stream, n):
+    case = k % 4
+    if case == 0:
+        whole(conn, 429, {"error": {"message": UTF8_429, "type": "rate_limit_error", "code": 429}})
+    elif case == 1:
+        conn.sendall(head(503, "text/plain", "Content-Length: %d\r\n\r\n" % len(UTF8_RAW_503)) + UTF8_RAW_503)
+    elif case == 2 and stream:
+        conn.sendall(head(200, "text/event-stream", "Connection: close\r\n\r\n") + b"data: " + json.dumps(
+            {"error": {"message": UTF8_400, "type": "server_error", "code": 500}}).encode() + b"\n\ndata: [DONE]\n\n")
+    elif case == 2:
+        whole(conn, 400, {"error": {"message": UTF8_400, "type": "invalid_request_error", "code": 400}})
+    else:
+        usage = {"prompt_tokens": 1, "completion_tokens": n, "total_tokens": 1 + n}
+        final = {"id": "gen-1", "finish_reason": "FINISH", "usage": usage}
+        if stream:
+            evs = b"".join(b"data: " + json.dumps({"text": " t", "token": 100 + i}).encode() + b"\n\n"
+                           for i in range(n))
+            data = evs + b"data: " + raw_json(final, "FINISH", UTF8_RAW_FINISH) + b"\n\ndata: [DONE]\n\n"
+            conn.sendall(head(200, "text/event-stream", "Connection: close\r\n\r\n") + data)
+        else:
+            final.update({"text": "x" * n, "tokens": list(range(100, 100 + n))})
+            data = raw_json(final, "FINISH", UTF8_RAW_FINISH)
+            conn.sendall(head(200, "application/json", "Content-Length: %d\r\n\r\n" % len(data)) + data)
+
+
 def answer(conn, k, method, path, body):
     mode = ARGS.mode
     if mode == "mixed":
@@ -154,6 +198,9 @@ def answer(conn, k, method, path, body):
     prompt_tokens = len(prompt) if isinstance(prompt, list) else max(1, len(str(prompt)) // 4)
     n = int(req.get("max_tokens", 16))
     stream = bool(req.get("stream"))
+    if mode == "utf8":
+        answer_utf8(conn, k, path, stream, n)
+        return
     if mode in ("429", "503"):
         error(conn, int(mode), "server overloaded, retry later" if mode == "429" else "server is shutting down")
         return
@@ -217,7 +264,12 @@ def handle(conn):
             time.sleep(3600)
             return
         if method == "GET" and path == "/v1/models":
-            whole(conn, 200, {"object": "list", "data": [{"id": "fake-model", "max_model_len": 4096}]})
+            models = {"object": "list", "data": [{"id": "fake-model", "max_model_len": 4096}]}
+            if ARGS.mode == "utf8":
+                data = raw_json(models, "fake-model", UTF8_RAW_MODEL)
+                conn.sendall(head(200, "application/json", "Content-Length: %d\r\n\r\n" % len(data)) + data)
+            else:
+                whole(conn, 200, models)
             return
         if method != "POST" or path not in ("/generate", "/v1/completions"):
             whole(conn, 404, {"error": {"message": "no such route", "code": 404}})

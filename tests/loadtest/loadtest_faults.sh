@@ -85,6 +85,29 @@ lt --concurrency 2,5 --requests 6,11 --max-tokens 9 # and one request count per 
 [ "$RC" = 0 ] || fail "close-delimited: exit status $RC"
 check '[x["ok"] for x in d["levels"]] == [6, 11] and d["params"]["requests"] == [6, 11] and l["output_tokens"] == 54'
 
+note "--cancel-rate: streams abandoned mid-way are counted as cancelled (not errors), the same ones for the same seed"
+for ep in generate completions; do
+    lt --endpoint "$ep" --stream --cancel-rate 0.5 --concurrency 4 --requests 40 --max-tokens 9
+    [ "$RC" = 0 ] || fail "cancel-rate/$ep: exit status $RC, want 0 (cancellations are not failures)"
+    check 'l["requests"] == 40 and l["failed"] == 0 and l["errors"] == {} and l["ok"] + l["cancelled"] == 40'
+    check '5 <= l["cancelled"] <= 35 and l["cancelled"] == sum(r["cancelled"] for r in l["results"])'
+    check 'all(1 <= r["token_events"] <= 8 and r["error"] is None and r["finish_reason"] is None
+               for r in l["results"] if r["cancelled"])'
+    check 'all(r["token_events"] == 9 and r["output_tokens"] == 9 for r in l["results"] if not r["cancelled"])'
+    check 'l["output_tokens"] == 9 * l["ok"] and l["ttft_ms"]["n"] == l["ok"] and d["params"]["cancel_rate"] == 0.5'
+    grep -q "(cancelled:" "$WORK/out" || fail "cancel-rate: the table row lacks the cancellations: $(cat "$WORK/out")"
+    "$PY" -c 'import json,sys; l=json.load(open(sys.argv[1]))["levels"][0]
+print(sorted((r["cancelled"], r["token_events"]) for r in l["results"]))' "$WORK/run.json" \
+        >"$WORK/cancel1"
+    lt --endpoint "$ep" --stream --cancel-rate 0.5 --concurrency 4 --requests 40 --max-tokens 9
+    "$PY" -c 'import json,sys; l=json.load(open(sys.argv[1]))["levels"][0]
+print(sorted((r["cancelled"], r["token_events"]) for r in l["results"]))' "$WORK/run.json" \
+        >"$WORK/cancel2"
+    cmp -s "$WORK/cancel1" "$WORK/cancel2" || fail "cancel-rate/$ep: another set of cancellations for the same seed"
+done
+lt --stream --cancel-rate 1 --concurrency 2 --requests 6 --max-tokens 2
+check 'l["cancelled"] == 6 and l["ok"] == 0 and all(r["token_events"] == 1 for r in l["results"])'
+
 note "mixed answers (ok, 429, 503, drop in turn): counted by kind, exit status 1"
 fake mixed
 for stream in "" --stream; do
@@ -123,6 +146,51 @@ note "an error event inside a 200 stream: stream_error"
 fake errorevent
 lt --concurrency 2 --requests 4 --stream --endpoint completions
 check 'l["errors"] == {"stream_error": 4} and "device failure" in l["error_examples"]["stream_error"]'
+
+note "text that is not ASCII, cut inside a character, or not UTF-8 at all: the JSON file is valid UTF-8"
+fake utf8
+for stream in "" --stream; do
+    lt --concurrency 2 --requests 8 --max-tokens 3 $stream
+    [ "$RC" = 1 ] || fail "utf8$stream: exit status $RC, want 1"
+    "$PY" - "$WORK/run.json" "$FK_SOURCE_ROOT/tests/loadtest" "$stream" <<'PYEOF' || fail "utf8$stream: $(cat "$WORK/out")"
+import json, sys
+sys.argv, path, here, stream = sys.argv[:1], sys.argv[1], sys.argv[2], sys.argv[3]
+raw = open(path, "rb").read()
+text = raw.decode("utf-8")  # strict: any invalid byte fails the test
+d = json.loads(text)
+l = d["levels"][0]
+sys.path.insert(0, here)
+src = open(here + "/fake_server.py").read()
+ns = {}
+exec(src[src.index("UTF8_429 ="):src.index("def raw_json")], ns)
+def fails(want, got):
+    print("want %r\ngot  %r" % (want, got), file=sys.stderr)
+    sys.exit(1)
+ex = l["error_examples"]
+def cut(full, m):
+    """m is full cut at a character boundary within the 200 bytes kept (at most a 4-byte character, and the NUL of
+    an intermediate buffer, short of them)."""
+    if not (full.startswith(m) and 195 <= len(m.encode()) <= 200):
+        fails(full, m)
+# 429: cut before the character that would pass 200 bytes, never inside it
+cut(ns["UTF8_429"], ex["http_429"])
+# 503: a body that is not JSON, with invalid bytes: each maximal invalid subpart is one U+FFFD
+want = ns["UTF8_RAW_503"].decode("utf-8", "replace")
+if ex["http_503"] != want:
+    fails(want, ex["http_503"])
+# 400 or an error event: the multi-byte message, cut at a character (after "error event: " in a stream)
+key, prefix = ("stream_error", "error event: ") if stream else ("http_400", "")
+cut(prefix + ns["UTF8_400"], ex[key])
+# finish_reason: 15 bytes kept, the invalid byte as U+FFFD, cut before the last character that does not fit
+want = "l\u00e4nge-\ufffd-" + "\u00e9" * 2
+if list(l["finish_reasons"]) != [want] or any(r["finish_reason"] not in (None, want) for r in l["results"]):
+    fails(want, l["finish_reasons"])
+if d["model"] != "mod\u00e8le-\ufffd":
+    fails("mod\u00e8le-\ufffd", d["model"])
+if l["errors"] != {"http_429": 2, "http_503": 2, key: 2} or l["ok"] != 2:
+    fails("2 of each", l["errors"])
+PYEOF
+done
 
 note "a server that never answers: every request times out at --timeout, the run ends"
 fake hang

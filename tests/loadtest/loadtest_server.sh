@@ -100,6 +100,27 @@ lt --rate 40 --duration 1.5 --concurrency 4 --prompt-len 8 --max-tokens 4 --igno
 check 'd["params"]["loop"] == "open" and 25 <= d["levels"][0]["requests"] <= 100 and GEN == 4 * d["levels"][0]["ok"]'
 check_run "$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["levels"][0]["requests"])' "$WORK/run.json")"
 
+note "--cancel-rate 0.5: the server ends the abandoned streams (abort) and is left idle"
+abort() { metric 'vllm:request_success_total{model_name="demo-model",finished_reason="abort"}'; }
+length() { metric 'vllm:request_success_total{model_name="demo-model",finished_reason="length"}'; }
+a0=$(abort)
+n0=$(length)
+lt --stream --cancel-rate 0.5 --concurrency 4 --requests 24 --prompt-len 8 --max-tokens 300 --ignore-eos
+[ "$RC" = 0 ] || fail "cancel-rate: exit status $RC: $(cat "$WORK/err")"
+ABORTS=$(($(abort) - a0))
+LENGTHS=$(($(length) - n0))
+# A stream cut near its end may finish before the server sees the hang-up: it then counts as length there.
+check 'd["levels"][0]["ok"] + d["levels"][0]["cancelled"] == 24 and d["levels"][0]["failed"] == 0'
+check '2 <= d["levels"][0]["cancelled"] <= 22' # binomial(24, 0.5): outside with probability 4e-6
+[ $((ABORTS + LENGTHS)) = 24 ] && [ "$ABORTS" -ge 1 ] && [ "$ABORTS" -le "$(jq '.levels[0].cancelled' "$WORK/run.json")" ] ||
+    fail "cancel-rate: the server counted $ABORTS aborts and $LENGTHS complete for $(jq -c '.levels[0] | [.ok, .cancelled]' "$WORK/run.json")"
+for i in $(seq 1 40); do
+    [ "$(metric 'vllm:num_requests_running{model_name="demo-model"}')" = 0 ] &&
+        [ "$(metric 'flashkernel_kv_blocks{model_name="demo-model",state="used"}')" = 0 ] && break
+    sleep 0.05
+done
+[ "$(metric 'flashkernel_kv_blocks{model_name="demo-model",state="used"}')" = 0 ] || fail "KV blocks held after cancels"
+
 note "SIGINT mid-run: partial results written, exit status 130, the server is left idle"
 "$FK_LOADTEST" --url "$BASE" --concurrency 4 --requests 100000 --prompt-len 8 --max-tokens 64 --ignore-eos --stream \
     --json "$WORK/run.json" >"$WORK/out" 2>"$WORK/err" &

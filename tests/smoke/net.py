@@ -11,6 +11,10 @@ prints one JSON object on stdout.
                                     SECONDS); then reads what is left
   net.py burst PORT N MAX_TOKENS    N streaming /generate requests and one plain one sent at the same moment; reads
                                     them all: per request the status, "error" (an error event or body), "done"
+  net.py refused PORT               requests that libmicrohttpd refuses before the server's routes see them
+                                    (malformed, oversized, wrong version): per case its name, the status, the
+                                    Content-Type, the body, whether the connection was closed, and "exact": the
+                                    response ends where its Content-Length says
 """
 import json
 import os
@@ -170,6 +174,41 @@ def burst(port, n, max_tokens):
     return out
 
 
+# name: the raw request (each one is refused by libmicrohttpd's own parser, not by a route)
+REFUSED = {
+    "big header": b"GET /health HTTP/1.1\r\nHost: t\r\nX-Big: " + b"a" * 65536 + b"\r\n\r\n",
+    "many headers": b"GET /health HTTP/1.1\r\nHost: t\r\n" + b"".join(b"X-H%d: v\r\n" % i for i in range(10000)) +
+                    b"\r\n",
+    "long url": b"GET /" + b"a" * 100000 + b" HTTP/1.1\r\nHost: t\r\n\r\n",
+    "chunk size overflow": b"POST /generate HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+                           b"FFFFFFFFFFFFFFFFFFFF\r\nabc",
+    "chunk size not hex": b"POST /generate HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n",
+    "Content-Length not a number": b"POST /generate HTTP/1.1\r\nHost: t\r\nContent-Length: abc\r\n\r\n",
+    "Content-Length overflow": b"POST /generate HTTP/1.1\r\nHost: t\r\nContent-Length: 99999999999999999999999\r\n\r\n",
+    "HTTP/2.0": b"GET /health HTTP/2.0\r\nHost: t\r\n\r\n",
+    "HTTP/0.9": b"GET /health HTTP/0.9\r\nHost: t\r\n\r\n",
+    "binary request line": b"\x01\x02\x03 \r\n\r\n",
+    "header without colon": b"GET /health HTTP/1.1\r\nHost: t\r\nBadHeaderLine\r\n\r\n",
+}
+
+
+def refused(port):
+    out = []
+    for name, raw in REFUSED.items():
+        s = connect(port)
+        try:
+            s.sendall(raw)
+        except (ConnectionResetError, BrokenPipeError):
+            pass
+        closed, data = read_until_closed(s, 5)
+        head, _, body = data.partition(b"\r\n\r\n")
+        fields = dict(line.split(": ", 1) for line in head.decode("latin-1").split("\r\n")[1:] if ": " in line)
+        out.append({"case": name, "status": status_of(data), "type": fields.get("Content-Type"),
+                    "body": body.decode("utf-8", "replace"), "closed": closed,
+                    "exact": fields.get("Content-Length") == str(len(body))})
+    return out
+
+
 def main():
     cmd, port = sys.argv[1], int(sys.argv[2])
     args = sys.argv[3:]
@@ -185,6 +224,8 @@ def main():
         out = slowloris(port, int(args[0]), float(args[1]))
     elif cmd == "noread":
         out = noread(port, float(args[0]), args[1])
+    elif cmd == "refused":
+        out = refused(port)
     elif cmd == "burst":
         out = burst(port, int(args[0]), int(args[1]))
     else:

@@ -137,6 +137,23 @@ expect_error "row 30 (POST /health)" 405 "not allowed" /health -X POST
 printf '%s' "$HEADERS" | grep -qi '^Allow: GET, HEAD' || fail "row 30: no Allow: GET, HEAD header: $HEADERS"
 expect_healthy "after row 30"
 
+note "error bodies stay valid UTF-8 when they echo bytes that are not (a path, a content type, a duplicate key)"
+utf8_body() { # WHAT: the last body is one JSON object of strict UTF-8, with a U+FFFD where the bad bytes were
+    printf '%s' "$BODY" >"$WORK/raw"
+    python3 -c 'import json, sys; m = json.loads(open(sys.argv[1], "rb").read().decode("utf-8"))["error"]["message"]
+assert "\ufffd" in m, m' "$WORK/raw" || fail "$1: the body is not valid UTF-8 JSON: $(od -c "$WORK/raw" | head)"
+}
+http /x%ff%fey
+[ "$STATUS" = 404 ] || fail "a path with %ff%fe: status $STATUS"
+utf8_body "a path with %ff%fe"
+http /generate -H $'Content-Type: text/\xe9\xff' -d '{}'
+[ "$STATUS" = 415 ] || fail "a Content-Type with bytes 0xe9 0xff: status $STATUS"
+utf8_body "a Content-Type with bytes 0xe9 0xff"
+printf '{"prompt":"a","k\xff":1,"k\xff":2}' >"$WORK/dupkey"
+http /generate --data-binary @"$WORK/dupkey"
+[ "$STATUS" = 400 ] || fail "a duplicate key with byte 0xff: status $STATUS"
+utf8_body "a duplicate key with byte 0xff"
+
 note "the other POST routes"
 row "1 (/v1/completions)" 400 "invalid JSON at byte 0" 'hello' /v1/completions
 row "3 (/tokenize)" 400 "trailing data after JSON value" '{"prompt":"a"} x' /tokenize

@@ -1,10 +1,10 @@
 #!/bin/bash
 # smoke_limits.sh — the connection-level rows of RELIABILITY.md, scaled down for a 2-core CI machine: a 10 MB body
 # refused before it is read (row 6), bodies that never complete closed at the inactivity timeout (row 7), oversized
-# headers (row 32), a stream that is never read (row 37), a slowloris from one address while another address is
-# served as fast as before (row 33: 60 sockets against a per-IP limit of 20, instead of 2,000), and a flood past the
-# connection limit and the queue cap (row 34: 100 sockets against a limit of 30, instead of 10,000) with no file
-# descriptors left behind.
+# headers (row 32) and every other request libmicrohttpd refuses itself answered with the JSON error body, a stream
+# that is never read (row 37), a slowloris from one address while another address is served as fast as before (row
+# 33: 60 sockets against a per-IP limit of 20, instead of 2,000), and a flood past the connection limit and the queue
+# cap (row 34: 100 sockets against a limit of 30, instead of 10,000) with no file descriptors left behind.
 . "$(dirname "$0")/lib.sh"
 NET="python3 $(dirname "$0")/net.py"
 
@@ -58,6 +58,29 @@ for kind in big many; do
     printf '%s' "$out" | jq -e '.status == 431' >/dev/null || fail "row 32 ($kind): $out"
 done
 expect_healthy "after row 32"
+
+note "requests libmicrohttpd refuses itself get the documented JSON error too (431, 414, 413, 400, 505)"
+$NET refused "$PORT" >"$WORK/refused.json"
+jq -e 'length == 11 and all(.closed and .exact and .type == "application/json" and
+    (.body | fromjson | .error.code) == .status and (.body | fromjson | .error.type | type) == "string")' \
+    "$WORK/refused.json" >/dev/null || fail "refused requests: $(jq -c '.[]' "$WORK/refused.json")"
+want='{"big header":[431,"request headers too large: the request line and headers must fit in 32768 bytes"],
+  "many headers":[431,"request headers too large: the request line and headers must fit in 32768 bytes"],
+  "long url":[414,"URL too long: the request line and headers must fit in 32768 bytes"],
+  "chunk size overflow":[413,"body too large: its Content-Length or a chunk size is out of range"],
+  "chunk size not hex":[400,"malformed HTTP request"],
+  "Content-Length not a number":[400,"malformed HTTP request"],
+  "Content-Length overflow":[413,"body too large: its Content-Length or a chunk size is out of range"],
+  "HTTP/2.0":[505,"HTTP version not supported: use HTTP/1.1 or 1.0"],
+  "HTTP/0.9":[505,"HTTP version not supported: use HTTP/1.1 or 1.0"],
+  "binary request line":[400,"malformed HTTP request"],
+  "header without colon":[400,"malformed HTTP request"]}'
+jq -e --argjson want "$want" 'map({key: .case, value: [.status, (.body | fromjson | .error.message)]}) |
+    from_entries == $want' "$WORK/refused.json" >/dev/null ||
+    fail "refused requests: $(jq -c 'map([.case, .status, .body])' "$WORK/refused.json")"
+idle_engine "refused requests"
+settle_fds "$baseline_fds"
+expect_healthy "after the refused requests"
 
 note "row 37: a stream that is never read is capped and aborted; the scheduler goes on"
 $NET noread "$PORT" 60 "$WORK/noread.go" >"$WORK/noread.json" &

@@ -311,6 +311,33 @@ static void test_batch_file_with_preemption(void **state)
     cJSON_Delete(ref);
 }
 
+/* --batch reads each line with the strict parser: what cJSON alone lets through (trailing bytes, duplicate keys) is
+ * refused with the file, the line and the byte, and nothing runs. */
+static void test_batch_lines_are_strict(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *line, *want;
+    } cases[] = {
+        {"{\"prompt_ids\": [1, 2]} xyz", "trailing data after JSON value (at byte 23)"},
+        {"{\"prompt_ids\": [1, 2]}{\"prompt_ids\": [3]}", "trailing data after JSON value (at byte 22)"},
+        {"{\"prompt_ids\": [1], \"max_tokens\": 4, \"max_tokens\": 8}", "duplicate key \"max_tokens\""},
+        {"{\"prompt_ids\": [1, 2]", "invalid JSON at byte"},
+        {"[1, 2]", "not a JSON object"},
+    };
+    char path[4096], args[8192], expect[4300];
+    snprintf(path, sizeof path, "%s/strict.jsonl", tmp_dir);
+    snprintf(args, sizeof args, "generate --model '%s' --batch '%s'", tu_fixture("models/tiny-gpt2"), path);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        FILE *f = fopen(path, "w");
+        assert_non_null(f);
+        fprintf(f, "{\"prompt_ids\": [5], \"max_tokens\": 2}\n%s\n", cases[i].line);
+        fclose(f);
+        snprintf(expect, sizeof expect, "%s:2: %s", path, cases[i].want);
+        expect_exit(args, 1, expect);
+    }
+}
+
 static void test_bench_engine(void **state)
 {
     (void)state;
@@ -505,6 +532,7 @@ int main(void)
         cmocka_unit_test(test_logits_file_matches_reference),
         cmocka_unit_test(test_demo_model_is_default),
         cmocka_unit_test(test_batch_file_with_preemption),
+        cmocka_unit_test(test_batch_lines_are_strict),
         cmocka_unit_test(test_bench_engine),
         cmocka_unit_test(test_tokenize_detokenize),
         cmocka_unit_test(test_generate_text_matches_reference),

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -159,6 +160,33 @@ static void test_truncated_data(void **state)
     /* The header promises 400 bytes; the file holds 100. */
     write_header(c->path, "{\"w\":{\"dtype\":\"F32\",\"shape\":[10,10],\"data_offsets\":[0,400]}}", 100);
     expect_open_error(c->path, FK_ERR_FORMAT, "out of range");
+}
+
+/* A file truncated after it was opened — a model directory still being copied or downloaded when the server starts —
+ * fails the read that reaches past its new end with FK_ERR_IO naming the file; the tensors before it still read.
+ * (When the weights were mapped, that read was a SIGBUS: the process died without a word.) */
+static void test_truncated_while_open(void **state)
+{
+    ctx *c = *state;
+    float a[64], got[1000];
+    uint16_t h[1000];
+    for (int i = 0; i < 64; i++)
+        a[i] = tu_uniform(&c->rng, -1, 1);
+    for (int i = 0; i < 1000; i++)
+        h[i] = f32_to_fp16((float)i / 8);
+    const tu_tensor t[2] = {{"a", "F32", 1, {64}, a, sizeof a}, {"h", "F16", 1, {1000}, h, sizeof h}};
+    tu_write_safetensors(c->path, t, 2); /* back to back: h is last */
+    safetensors *st;
+    fk_error err = {0};
+    assert_int_equal(safetensors_open_file(c->path, &st, &err), FK_OK);
+    const st_tensor *ta = safetensors_find(st, "a"), *th = safetensors_find(st, "h");
+    assert_int_equal(truncate(c->path, (off_t)(th->offset + th->nbytes / 2)), 0);
+    assert_int_equal(st_tensor_to_f32(ta, got, &err), FK_OK);
+    assert_memory_equal(got, a, sizeof a);
+    assert_int_equal(st_tensor_to_f32(th, got, &err), FK_ERR_IO);
+    assert_non_null(strstr(err.message, c->path));
+    assert_non_null(strstr(err.message, "was it changed while the model was loading?"));
+    safetensors_close(st);
 }
 
 static void test_offsets_out_of_range(void **state)
@@ -315,6 +343,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_too_short, setup, teardown),
         cmocka_unit_test_setup_teardown(test_header_length_past_end, setup, teardown),
         cmocka_unit_test_setup_teardown(test_truncated_data, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_truncated_while_open, setup, teardown),
         cmocka_unit_test_setup_teardown(test_offsets_out_of_range, setup, teardown),
         cmocka_unit_test_setup_teardown(test_overlapping_offsets, setup, teardown),
         cmocka_unit_test_setup_teardown(test_size_mismatch, setup, teardown),

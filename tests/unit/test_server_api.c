@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "api.h"
+#include "utf8.h"
 
 static const api_limits limits = {.vocab_size = 2048, .max_model_len = 2048, .model_name = "demo-model"};
 
@@ -604,6 +605,25 @@ static void test_error_messages_stay_utf8(void **state)
     for (const char *s = e.param; *s; s++) /* the param is cut at 63 bytes: a whole number of 2-byte characters */
         assert_true((unsigned char)*s >= 0x80);
     assert_int_equal(strlen(e.param) % 2, 0);
+
+    /* A duplicate key that is not UTF-8 at all (the UTF-8 check of keys comes after the duplicate check): each invalid
+     * byte is named as U+FFFD, in the message and the param (found by fuzz_api_*: raw bytes went into the body). */
+    static const char dup[] = "{\"a\xff\xfe\":1,\"a\xff\xfe\":2}";
+    assert_false(api_parse_body(dup, sizeof dup - 1, &root, &e));
+    assert_string_equal(e.message, "duplicate key \"a\xef\xbf\xbd\xef\xbf\xbd\"");
+    assert_string_equal(e.param, "a\xef\xbf\xbd\xef\xbf\xbd");
+
+    /* Whatever a message echoes (a path, a header) comes out valid UTF-8; a character cut by the size is dropped. */
+    api_error_set(&e, 404, "not_found_error", "p\xc3", "no route for GET /x\xff\xe9y");
+    assert_string_equal(e.message, "no route for GET /x\xef\xbf\xbd\xef\xbf\xbdy");
+    assert_string_equal(e.param, "p");
+    char long_message[1000];
+    memset(long_message, 'a', sizeof long_message);
+    memcpy(long_message + sizeof e.message - 2, "\xe2\x82\xac", 3); /* a euro sign across the end */
+    long_message[sizeof long_message - 1] = '\0';
+    api_error_set(&e, 400, "invalid_request_error", NULL, "%s", long_message);
+    assert_int_equal(strlen(e.message), sizeof e.message - 2);
+    assert_true(utf8_check(e.message, strlen(e.message)) == strlen(e.message));
 }
 
 int main(void)

@@ -444,6 +444,42 @@ static void test_invalid_utf8_text(void **state)
     fk_tokenizer_free(t);
 }
 
+/* Without byte_fallback and without an unknown token, a character the vocabulary lacks is dropped (Hugging Face's
+ * BPE), also when nothing is left of the text. (fuzz_tokenizer_load found such a text refused as "out of memory":
+ * an empty id list was taken for a failed allocation.) */
+static void test_unknown_characters_dropped(void **state)
+{
+    (void)state;
+    cJSON *j = tu_read_json(tu_fixture("tokenizers/llama2-spm/tokenizer.json"));
+    cJSON *model = cJSON_GetObjectItem(j, "model");
+    cJSON_ReplaceItemInObject(model, "byte_fallback", cJSON_CreateFalse());
+    cJSON_ReplaceItemInObject(model, "unk_token", cJSON_CreateNull());
+    cJSON_ReplaceItemInObject(j, "normalizer", cJSON_CreateNull()); /* no "\u2581" before the text */
+    char path[4096];
+    snprintf(path, sizeof path, "%s/no-unk.json", tmp_dir);
+    tu_write_json(path, j);
+    cJSON_Delete(j);
+    fk_tokenizer *t = load(path);
+    static const char *const pairs[][2] = {
+        {"\xf0\x9f\x98\x80Hello\xf0\x9f\x98\x80world", "Helloworld"},
+        {"\xf0\x9f\x98\x80\xf0\x9f\x98\x80", ""},
+    };
+    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
+        int32_t *a, *b;
+        int na, nb;
+        fk_error err = {0};
+        if (fk_tokenizer_encode(t, pairs[i][0], strlen(pairs[i][0]), false, &a, &na, &err) != FK_OK)
+            fail_msg("\"%s\": %s", pairs[i][0], err.message);
+        assert_int_equal(fk_tokenizer_encode(t, pairs[i][1], strlen(pairs[i][1]), false, &b, &nb, &err), FK_OK);
+        assert_int_equal(na, nb);
+        if (na)
+            assert_memory_equal(a, b, (size_t)na * sizeof *a);
+        fk_free(a);
+        fk_free(b);
+    }
+    fk_tokenizer_free(t);
+}
+
 static void test_decode_bad_ids(void **state)
 {
     (void)state;
@@ -564,6 +600,7 @@ static void e_pre_byte_level_regex(cJSON *t) { SET(t, "pre_tokenizer", parse("{\
 static void e_post_bert(cJSON *t) { SET(t, "post_processor", parse("{\"type\":\"BertProcessing\"}")); }
 static void e_post_unknown_special(cJSON *t) { SET(t, "post_processor", parse("{\"type\":\"TemplateProcessing\",\"single\":[{\"SpecialToken\":{\"id\":\"<x>\",\"type_id\":0}}],\"special_tokens\":{}}")); }
 static void e_post_id_range(cJSON *t) { SET(t, "post_processor", parse("{\"type\":\"TemplateProcessing\",\"single\":[{\"SpecialToken\":{\"id\":\"<x>\",\"type_id\":0}}],\"special_tokens\":{\"<x>\":{\"id\":\"<x>\",\"ids\":[2048],\"tokens\":[\"<x>\"]}}}")); }
+static void e_post_id_hole(cJSON *t) { cJSON_AddItemToArray(cJSON_GetObjectItem(t, "added_tokens"), parse("{\"id\":3000,\"content\":\"<y>\",\"special\":true}")); SET(t, "post_processor", parse("{\"type\":\"TemplateProcessing\",\"single\":[{\"SpecialToken\":{\"id\":\"<x>\",\"type_id\":0}}],\"special_tokens\":{\"<x>\":{\"id\":\"<x>\",\"ids\":[2500],\"tokens\":[\"<x>\"]}}}")); }
 static void e_post_no_single(cJSON *t) { SET(t, "post_processor", parse("{\"type\":\"TemplateProcessing\",\"special_tokens\":{}}")); }
 static void e_post_sequence_b(cJSON *t) { SET(t, "post_processor", parse("{\"type\":\"TemplateProcessing\",\"single\":[{\"Sequence\":{\"id\":\"B\",\"type_id\":0}}],\"special_tokens\":{}}")); }
 static void e_post_bad_item(cJSON *t) { SET(t, "post_processor", parse("{\"type\":\"TemplateProcessing\",\"single\":[\"$A\"],\"special_tokens\":{}}")); }
@@ -642,6 +679,7 @@ static const struct {
     {"post BertProcessing", e_post_bert, FK_ERR_UNSUPPORTED, "post_processor type \"BertProcessing\" is not supported"},
     {"template unknown special", e_post_unknown_special, FK_ERR_FORMAT, "special token \"<x>\" has no ids"},
     {"template id out of range", e_post_id_range, FK_ERR_FORMAT, "must be integers in [0, 2048)"},
+    {"template id without a token", e_post_id_hole, FK_ERR_FORMAT, "special token \"<x>\": id 2500 has no token in the vocabulary"},
     {"template no single", e_post_no_single, FK_ERR_FORMAT, "\"single\" must be an array"},
     {"template sequence B", e_post_sequence_b, FK_ERR_FORMAT, "can only hold sequence A, got \"B\""},
     {"template string item", e_post_bad_item, FK_ERR_FORMAT, "post_processor.single[0]: must be"},
@@ -757,6 +795,7 @@ int main(void)
         cmocka_unit_test(test_long_inputs),
         cmocka_unit_test(test_concurrent_encoding),
         cmocka_unit_test(test_invalid_utf8_text),
+        cmocka_unit_test(test_unknown_characters_dropped),
         cmocka_unit_test(test_decode_bad_ids),
         cmocka_unit_test(test_decode_invalid_bytes),
         cmocka_unit_test(test_malformed_files),

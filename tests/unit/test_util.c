@@ -235,7 +235,8 @@ void tu_rewrite_weights(const char *src_dir, const char *dst, tu_tensor_edit edi
         } else {
             o->dtype = st_dtype_name(t->dtype);
             void *copy = malloc(t->nbytes + 1);
-            memcpy(copy, t->data, t->nbytes);
+            if (st_tensor_read(t, copy, NULL))
+                die("cannot read tensor of", src_dir);
             o->data = copy;
             o->nbytes = t->nbytes;
         }
