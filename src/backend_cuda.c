@@ -200,6 +200,9 @@ static fk_status reserve_dequant(cuda_backend *cb, int rows, int cols, fk_error 
     return s;
 }
 
+_Static_assert(FK_QUANT_INT8 == K_QUANT_INT8 && FK_QUANT_INT4 == K_QUANT_INT4,
+               "the kernels take fk_quantization's values as their formats");
+
 /* Quantized on the host (quant_pack), then the packed values and scales uploaded. */
 static fk_status cuda_upload_linear(backend *b, const float *host, int rows, int cols, fk_quantization format,
                                     qweight *out, fk_error *err)

@@ -40,20 +40,21 @@ static uint16_t scale_up(float s)
     return h < 0x7c00 ? h : 0x7bff;
 }
 
+/* v rounded to the nearest integer (ties to even), within [lo, hi] (NaN: lo). */
 static int round_clamp(float v, int lo, int hi)
 {
-    return (int)lrintf(fminf(fmaxf(v, (float)lo), (float)hi));
+    return v >= (float)hi ? hi : v > (float)lo ? (int)lrintf(v) : lo;
 }
 
 static void pack_int8_row(const float *w, int cols, int8_t *q, uint16_t *scale)
 {
     float amax = 0;
     for (int k = 0; k < cols; k++)
-        amax = fmaxf(amax, fabsf(w[k]));
+        amax = fabsf(w[k]) > amax ? fabsf(w[k]) : amax;
     *scale = scale_up(amax / 127);
-    const float s = fp16_to_f32(*scale);
+    const float s = fp16_to_f32(*scale), inv = s > 0 ? 1 / s : 0; /* w * inv errs from w / s by an ulp: moot */
     for (int k = 0; k < cols; k++)
-        q[k] = (int8_t)(s > 0 ? round_clamp(w[k] / s, -127, 127) : 0);
+        q[k] = (int8_t)round_clamp(w[k] * inv, -127, 127);
 }
 
 /* Nibble of input e (0..7) of a 32-bit word: the even inputs in the low 16 bits, the odd ones in the high. */
@@ -68,18 +69,16 @@ static void pack_int4_row(const float *w, int cols, uint32_t *words, uint16_t *s
         const float *v = w + (size_t)g * QUANT_GROUP;
         float lo = 0, hi = 0;
         for (int k = 0; k < QUANT_GROUP; k++)
-            lo = fminf(lo, v[k]), hi = fmaxf(hi, v[k]);
+            lo = v[k] < lo ? v[k] : lo, hi = v[k] > hi ? v[k] : hi;
         const uint16_t sh = scale_up((hi - lo) / 15);
-        const float s = fp16_to_f32(sh);
-        const int z = s > 0 ? round_clamp(-lo / s, 0, 15) : 0;
+        const float s = fp16_to_f32(sh), inv = s > 0 ? 1 / s : 0;
+        const int z = round_clamp(-lo * inv, 0, 15);
         scale_zero[2 * g] = sh;
         scale_zero[2 * g + 1] = f32_to_fp16((float)z);
         for (int i = 0; i < QUANT_GROUP / 8; i++) {
             uint32_t word = 0;
-            for (int e = 0; e < 8; e++) {
-                const uint32_t q = (uint32_t)(s > 0 ? round_clamp(v[8 * i + e] / s + (float)z, 0, 15) : 0);
-                word |= q << (4 * nibble_of(e));
-            }
+            for (int e = 0; e < 8; e++)
+                word |= (uint32_t)round_clamp(v[8 * i + e] * inv + (float)z, 0, 15) << (4 * nibble_of(e));
             words[(size_t)g * (QUANT_GROUP / 8) + i] = word;
         }
     }
@@ -111,10 +110,10 @@ void quant_unpack_rows(fk_quantization f, const void *data, const uint16_t *scal
         }
         const uint32_t *words = (const uint32_t *)data + (size_t)r * (cols / 8);
         const uint16_t *sz = scales + (size_t)r * (cols / QUANT_GROUP) * 2;
-        for (int k = 0; k < cols; k++) {
-            const float s = fp16_to_f32(sz[2 * (k / QUANT_GROUP)]), z = fp16_to_f32(sz[2 * (k / QUANT_GROUP) + 1]);
-            const int q = (int)(words[k / 8] >> (4 * nibble_of(k % 8))) & 15;
-            out[k] = ((float)q - z) * s;
+        for (int k0 = 0; k0 < cols; k0 += QUANT_GROUP) {
+            const float s = fp16_to_f32(sz[2 * (k0 / QUANT_GROUP)]), z = fp16_to_f32(sz[2 * (k0 / QUANT_GROUP) + 1]);
+            for (int k = k0; k < k0 + QUANT_GROUP; k++)
+                out[k] = ((float)((words[k / 8] >> (4 * nibble_of(k % 8))) & 15) - z) * s;
         }
     }
 }

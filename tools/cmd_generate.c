@@ -419,7 +419,6 @@ int cmd_generate(int argc, char **argv)
         goto usage_error;
     }
 
-    double t0 = cli_now();
     fk_model *m = cli_load_model(model_dir, &mp);
     fk_engine *e = m ? cli_create_engine(m, &ep) : NULL;
     int rc = EXIT_RUNTIME;
@@ -451,8 +450,8 @@ int cmd_generate(int argc, char **argv)
         }
         char weights[128];
         cli_describe_weights(m, weights, sizeof weights);
-        fprintf(stderr, "[%s, %s] ready in %.2f s; %d prompt + %d generated tokens in %.2f s (%.1f tokens/s)\n",
-                fk_model_get_info(m).device, weights, t1 - t0, n_ids, out.n, t2 - t1, out.n / (t2 - t1));
+        fprintf(stderr, "[%s, %s] %d prompt + %d generated tokens in %.2f s (%.1f tokens/s)\n",
+                fk_model_get_info(m).device, weights, n_ids, out.n, t2 - t1, out.n / (t2 - t1));
         rc = EXIT_OK;
     }
     free(out.ids);
