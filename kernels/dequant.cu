@@ -66,8 +66,10 @@ extern "C" cudaError_t k_dequant(void *out, const void *data, const void *scales
     const uint8_t *d = (const uint8_t *)data;
     const __half *s = (const __half *)scales;
     switch (format) {
-    case K_QUANT_INT8: return fk_launch(dequant_kernel<K_QUANT_INT8>, grid, block, 0, stream, o, d, s, row0, n_rows, cols);
-    case K_QUANT_INT4: return fk_launch(dequant_kernel<K_QUANT_INT4>, grid, block, 0, stream, o, d, s, row0, n_rows, cols);
+    case K_QUANT_INT8:
+        return fk_launch(dequant_kernel<K_QUANT_INT8>, grid, block, 0, stream, o, d, s, row0, n_rows, cols);
+    case K_QUANT_INT4:
+        return fk_launch(dequant_kernel<K_QUANT_INT4>, grid, block, 0, stream, o, d, s, row0, n_rows, cols);
     default: return cudaErrorInvalidValue;
     }
 }

@@ -1,10 +1,10 @@
-// linear_quant.cu — the small-batch linear (m <= 16 tokens) on quantized weights: y[m][n] = epilogue(x[m][k] W'[n][k]^T
-// + bias), W' the dequantized INT8 or INT4 weight of src/quant.h's layouts, streamed once from its packed bytes. The
-// structure is linear_small.cu's (read it first): a warp owns row tiles of 16 rows of W (two above 8 tokens; gate
-// and up rows for SiLU·mul) and a range of k; each thread's 16-byte loads of W rows g and g + 8 become m16n8k16 A
-// fragments, its loads of x rows g (+ 8) B fragments, under one permutation of the k of a step; the warps of a
-// block meet in shared memory, split-K only as a last resort (a fixed-order sum of fp32 partials), two batches of
-// weight loads in flight, the first before the PDL wait. Turing runs m16n8k8 pairs (common.cuh).
+// linear_quant.cu — the small-batch linear (m <= 16 tokens) on quantized weights: y[m][n] = epilogue(x[m][k]
+// W'[n][k]^T + bias), W' the dequantized INT8 or INT4 weight of src/quant.h's layouts, streamed once from its packed
+// bytes. The structure is linear_small.cu's (read it first): a warp owns row tiles of 16 rows of W (two above 8
+// tokens; gate and up rows for SiLU·mul) and a range of k; each thread's 16-byte loads of W rows g and g + 8 become
+// m16n8k16 A fragments, its loads of x rows g (+ 8) B fragments, under one permutation of the k of a step; the warps
+// of a block meet in shared memory, split-K only as a last resort (a fixed-order sum of fp32 partials), two batches
+// of weight loads in flight, the first before the PDL wait. Turing runs m16n8k8 pairs (common.cuh).
 // What differs is the step a 16-byte load covers: 64 k for INT8 (16 bytes, 4 MMAs), 128 k for INT4 (32 nibbles,
 // 8 MMAs: one group, so a step has one scale and zero point per row). Thread t of a step holds physical k
 // 16t .. 16t + 15 (INT8) or 32t .. 32t + 31 (INT4) of its rows and tokens; MMA j sees logical k 2t, 2t+1, 2t+8,

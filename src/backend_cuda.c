@@ -200,7 +200,7 @@ static fk_status reserve_dequant(cuda_backend *cb, int rows, int cols, fk_error 
     return s;
 }
 
-_Static_assert(FK_QUANT_INT8 == K_QUANT_INT8 && FK_QUANT_INT4 == K_QUANT_INT4,
+_Static_assert((int)FK_QUANT_INT8 == (int)K_QUANT_INT8 && (int)FK_QUANT_INT4 == (int)K_QUANT_INT4,
                "the kernels take fk_quantization's values as their formats");
 
 /* Quantized on the host (quant_pack), then the packed values and scales uploaded. */

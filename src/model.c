@@ -78,17 +78,22 @@ static fk_status load_tokenizer(const char *dir, fk_tokenizer **tok, fk_error *e
     return s;
 }
 
-/* Whether a checkpoint tensor is one of the embeddings or the output head (else a 2-D tensor is a block's linear). */
-static bool is_embedding_or_head(const char *name)
+static bool ends_with(const char *s, const char *suffix)
 {
-    static const char *const suffixes[] = {"embed_tokens.weight", "wte.weight", "wpe.weight", "lm_head.weight"};
-    const size_t n = strlen(name);
-    for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++) {
-        const size_t k = strlen(suffixes[i]);
-        if (n >= k && strcmp(name + n - k, suffixes[i]) == 0)
-            return true;
-    }
-    return false;
+    const size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+/* The format a checkpoint tensor will be stored in: the head's, none for the embeddings and every other tensor
+ * that is not 2-D, the blocks' for the rest (their linears). */
+static fk_quantization stored_format(const st_tensor *t, const fk_model_params *p)
+{
+    if (t->ndim != 2 || ends_with(t->name, "embed_tokens.weight") || ends_with(t->name, "wte.weight") ||
+        ends_with(t->name, "wpe.weight"))
+        return FK_QUANT_NONE;
+    if (ends_with(t->name, "lm_head.weight"))
+        return p->quantize_lm_head ? p->quantization : FK_QUANT_NONE;
+    return p->quantization;
 }
 
 /* The bytes a [rows][cols] tensor takes on the backend in format f. */
@@ -100,9 +105,8 @@ static double stored_bytes(const backend *be, fk_quantization f, int64_t rows, i
 }
 
 /* On a GPU, the weights (in the backend's format, quantized as p asks) must fit in free memory: fail before
- * uploading any. The estimate takes every 2-D tensor but the embeddings and the head for a linear (GPT-2's Conv1D
- * [in][out] is counted as stored, which differs only in the INT8 scales' count), plus the quantized copy a tied
- * head gets. */
+ * uploading any. GPT-2's Conv1D weights are counted as stored, [in][out], which changes only INT8's count of
+ * scales; a tied head that is quantized adds a quantized copy of the embedding. */
 static fk_status check_weights_fit(backend *be, const safetensors *st, const model_config *c,
                                    const fk_model_params *p, fk_error *err)
 {
@@ -110,17 +114,13 @@ static fk_status check_weights_fit(backend *be, const safetensors *st, const mod
     fk_status s = be->ops->memory_info(be, &free_bytes, &total, err);
     if (s || !total)
         return s;
-    const fk_quantization head = p->quantize_lm_head ? p->quantization : FK_QUANT_NONE;
-    double need = c->tie_embeddings && head != FK_QUANT_NONE ? stored_bytes(be, head, c->vocab_size, c->hidden_size)
-                                                             : 0;
+    double need = c->tie_embeddings && p->quantize_lm_head && p->quantization != FK_QUANT_NONE
+                      ? stored_bytes(be, p->quantization, c->vocab_size, c->hidden_size)
+                      : 0;
     for (int i = 0; i < safetensors_count(st); i++) {
         const st_tensor *t = safetensors_at(st, i);
-        fk_quantization f = FK_QUANT_NONE;
-        if (t->ndim == 2 && strstr(t->name, "lm_head.weight"))
-            f = head;
-        else if (t->ndim == 2 && !is_embedding_or_head(t->name))
-            f = p->quantization;
-        need += t->ndim == 2 ? stored_bytes(be, f, t->shape[0], t->shape[1]) : (double)t->numel * be->ops->act_size;
+        need += t->ndim == 2 ? stored_bytes(be, stored_format(t, p), t->shape[0], t->shape[1])
+                             : (double)t->numel * be->ops->act_size;
     }
     const double gib = 1073741824.0;
     if (need > (double)free_bytes)

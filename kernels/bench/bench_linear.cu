@@ -2,7 +2,8 @@
 // backend_cuda.c calls it) on the linears of GPT-2 124M, Llama-3.2-1B (with bench-1b's 50,257-token head) and
 // Llama-3-8B, at m = 1 .. 16 tokens, with the epilogue each layer uses (bias, GELU, SiLU·mul). Bytes counted: W
 // once, plus x and y. Then the quantized small-batch linear (k_linear_quant, INT8 and INT4) on the same shapes at
-// m = 1, 4, 8, 16, bytes counted: the packed weights and their scales once, plus x and y, beside the fp16 times. Each variant is recorded 32 times into a CUDA graph cycling through copies of W that together
+// m = 1, 4, 8, 16, bytes counted: the packed weights and their scales once, plus x and y, beside the fp16 times.
+// Each variant is recorded 32 times into a CUDA graph cycling through copies of W that together
 // exceed the L2 cache (so every call reads W from DRAM, as a decode step does), with programmatic dependent launch
 // between our calls as the model's decode graphs have it; median of 15 replays / 32. The copy bandwidth (bytes read +
 // written by a 2 GiB device-to-device copy) is the ceiling the targets are stated against.
@@ -78,24 +79,35 @@ static __global__ void fill_scales(__half *p, size_t n_scales, bool pairs)
             p[i] = __float2half(1e-4f * (1 + i % 7));
 }
 
-// A quantized weight of rows x k in device memory (src/quant.h's layout sizes).
+// A quantized weight of rows x k in device memory, src/quant.h's layout: INT8 a byte per weight and an fp16 scale
+// per row, INT4 half a byte per weight and an fp16 (scale, zero) pair per row and 128 inputs.
 struct qweight_dev {
     uint8_t *data;
     __half *scales;
-    size_t data_bytes, scale_bytes;
 };
+
+static size_t data_bytes(int format, int rows, int k)
+{
+    return format == K_QUANT_INT4 ? (size_t)rows * k / 2 : (size_t)rows * k;
+}
+
+static size_t n_scales(int format, int rows, int k)
+{
+    return format == K_QUANT_INT4 ? (size_t)rows * (k / 128) : (size_t)rows;
+}
+
+static size_t packed_bytes(int format, int rows, int k)
+{
+    return data_bytes(format, rows, k) + n_scales(format, rows, k) * (format == K_QUANT_INT4 ? 4 : 2);
+}
 
 static qweight_dev random_quantized(int format, int rows, int k, unsigned seed)
 {
     qweight_dev q;
-    const bool int4 = format == K_QUANT_INT4;
-    const size_t n_scales = int4 ? (size_t)rows * (k / 128) : (size_t)rows;
-    q.data_bytes = int4 ? (size_t)rows * k / 2 : (size_t)rows * k;
-    q.scale_bytes = n_scales * (int4 ? 4 : 2);
-    CHECK(cudaMalloc(&q.data, q.data_bytes));
-    CHECK(cudaMalloc(&q.scales, q.scale_bytes));
-    fill_bytes<<<1024, 256>>>(q.data, q.data_bytes, seed);
-    fill_scales<<<256, 256>>>(q.scales, n_scales, int4);
+    CHECK(cudaMalloc(&q.data, data_bytes(format, rows, k)));
+    CHECK(cudaMalloc(&q.scales, packed_bytes(format, rows, k) - data_bytes(format, rows, k)));
+    fill_bytes<<<1024, 256>>>(q.data, data_bytes(format, rows, k), seed);
+    fill_scales<<<256, 256>>>(q.scales, n_scales(format, rows, k), format == K_QUANT_INT4);
     CHECK(cudaGetLastError());
     return q;
 }
@@ -270,10 +282,7 @@ int main(int argc, char **argv)
         CHECK(cudaMalloc(&y, (size_t)16 * rows * sizeof(__half)));
         for (int format : {K_QUANT_INT8, K_QUANT_INT4}) {
             const char *fmt = format == K_QUANT_INT8 ? "int8" : "int4";
-            const qweight_dev probe = random_quantized(format, 1, sh.k, 0);
-            const double w_bytes = (double)rows * (probe.data_bytes + probe.scale_bytes);
-            CHECK(cudaFree(probe.data));
-            CHECK(cudaFree(probe.scales));
+            const double w_bytes = (double)packed_bytes(format, rows, sh.k);
             const int copies = std::max(2, (int)(256e6 / w_bytes) + 1);
             std::vector<qweight_dev> w;
             for (int c = 0; c < copies; c++)
@@ -286,13 +295,14 @@ int main(int argc, char **argv)
                                          sh.epilogue, splits, partials, counters, stream));
                 });
                 const double bytes = w_bytes + (double)m * sh.k * 2 + (double)m * sh.n * 2;
-                const double gbs = bytes / (ours * 1e-6) / 1e9, f16 = fp16_us.count({shape_i, m}) ? fp16_us[{shape_i, m}] : 0;
-                const double blas = cublas_us.count({shape_i, m}) ? cublas_us[{shape_i, m}] : 0;
+                const double gbs = bytes / (ours * 1e-6) / 1e9;
+                const double f16 = fp16_us[{shape_i, m}], blas = cublas_us[{shape_i, m}]; // 0 where not timed
                 if (!*variant)
                     printf("%-14s %-20s %4s %6d %6d %3d | %9.2f %8.0f %5.1f%% | %9.2f %9.2f | %.2fx (splits %d)\n",
                            sh.model, sh.layer, fmt, sh.k, rows, m, ours, gbs, 100 * gbs / copy, f16, blas, f16 / ours,
                            splits);
-                printf("RESULT linear_quant%s %s %s %s m=%d: %.2f us %.1f%% of copy; fp16 ours %.2f us, cublas %.2f us\n",
+                printf("RESULT linear_quant%s %s %s %s m=%d: %.2f us %.1f%% of copy; fp16 ours %.2f us, cublas %.2f "
+                       "us\n",
                        variant, fmt, sh.model, sh.layer, m, ours, 100 * gbs / copy, f16, blas);
             }
             for (const qweight_dev &q : w) {

@@ -219,49 +219,53 @@ static backend *cuda_with(const char *const env[2][2])
     return g;
 }
 
-/* The paths a quantized linear can take: our kernel on the packed weights (up to 16 tokens; in passes of 16 up to
- * 64 tokens with FK_QUANT_SMALL_MAX_M=64), or W dequantized to fp16 for cuBLAS (above that; and everywhere with
- * FK_QUANT_SMALL_MAX_M=0, here with a 1 MiB scratch so that large weights go a chunk of rows at a time). */
+/* The paths a quantized linear can take, and the token counts that exercise each: our kernel on the packed weights
+ * (up to 16 tokens; in passes of 16 up to 64 tokens with FK_QUANT_SMALL_MAX_M=64), or W dequantized to fp16 for
+ * cuBLAS (above that; and everywhere with FK_QUANT_SMALL_MAX_M=0, here with a 1 MiB scratch so that large weights
+ * go a chunk of rows at a time). ns[0] = 0: every count from 1 to 17, then ns[1..]. */
 static const struct {
     const char *name;
     const char *env[2][2];
+    int ns[5];
 } quant_modes[] = {
-    {"small kernel", {{NULL, NULL}, {NULL, NULL}}},
-    {"small kernel up to 64 tokens", {{"FK_QUANT_SMALL_MAX_M", "64"}, {NULL, NULL}}},
-    {"dequantized, 1 MiB chunks", {{"FK_QUANT_SMALL_MAX_M", "0"}, {"FK_DEQUANT_SCRATCH_MB", "1"}}},
+    {"small kernel", {{NULL, NULL}, {NULL, NULL}}, {0, 24, 64, 300, 0}},
+    {"small kernel up to 64 tokens", {{"FK_QUANT_SMALL_MAX_M", "64"}, {NULL, NULL}}, {17, 31, 33, 64, 0}},
+    {"dequantized, 1 MiB chunks", {{"FK_QUANT_SMALL_MAX_M", "0"}, {"FK_DEQUANT_SCRATCH_MB", "1"}}, {1, 9, 16, 40, 0}},
 };
 
-/* Both formats in every mode, against the CPU on the same quantized weights. Small shapes at every token count
- * from 1 to 17 and past the small kernel's range: INT8 k a multiple of 16 but not of its 64-wide step, k = 16, k
- * its kernel does not take (40: dequantized then the fp16 small kernel; 129: cuBLAS); INT4 one to nine groups;
- * rows not a multiple of 16, a single row, few rows with a long k (split-K). Then the model shapes (Llama-3.2-1B,
- * GPT-2, Llama-3-8B's down projection, bench-1b's lm_head rows / 16) at the token counts around the token tiles,
- * and random shapes drawn each run. */
+/* Both formats in every mode, against the CPU on the same quantized weights. Small shapes: INT8 k a multiple of 16
+ * but not of its 64-wide step, k = 16, k its kernel does not take (40: dequantized then the fp16 small kernel; 129:
+ * cuBLAS); INT4 one to nine groups; rows not a multiple of 16, a single row, few rows with a long k (split-K). Then
+ * the model shapes (Llama-3.2-1B, GPT-2, Llama-3-8B's down projection, bench-1b's lm_head rows / 16) at fewer token
+ * counts, and random shapes drawn each run. */
 static void quant_linear_cases(enum linear_kind kind)
 {
     const int small[2][5][2] = {{{144, 33}, {16, 5}, {40, 83}, {129, 100}, {4096, 17}},
                                 {{128, 33}, {384, 83}, {1152, 100}, {256, 1}, {4096, 17}}};
     const int large[][2] = {{2048, 3072}, {768, 2304}, {8192, 64}, {14336, 40}, {2048, 3141}};
-    const int large_ns[] = {1, 8, 9, 16, 17}, extra_ns[] = {24, 64, 300};
     backend *shared = gpu;
     for (fk_quantization f = FK_QUANT_INT8; f <= FK_QUANT_INT4; f++)
         for (size_t mi = 0; mi < sizeof quant_modes / sizeof quant_modes[0]; mi++) {
             backend *g = cuda_with(quant_modes[mi].env);
             gpu = g; /* the helpers upload through `gpu` */
             const char *mode = quant_modes[mi].name;
+            const int *ns = quant_modes[mi].ns;
             for (int k = 0; k < 5; k++) {
                 const int in = small[f - 1][k][0], out = small[f - 1][k][1];
-                for (int n = 1; n <= 17; n++)
+                for (int n = 1; ns[0] == 0 && n <= 17; n++)
                     linear_case(g, kind, f, n, in, out, (n + k) % 2, mode);
-                linear_case(g, kind, f, extra_ns[k % 2], in, out, k % 2, mode);
+                for (int i = ns[0] == 0; i < 5 && ns[i]; i++)
+                    linear_case(g, kind, f, ns[i], in, out, (i + k) % 2, mode);
             }
             for (size_t k = 0; k < sizeof large / sizeof large[0]; k++) {
-                for (size_t i = 0; i < sizeof large_ns / sizeof large_ns[0]; i++)
-                    linear_case(g, kind, f, large_ns[i], large[k][0], large[k][1], (i + k) % 2, mode);
-                linear_case(g, kind, f, extra_ns[k % 3], large[k][0], large[k][1], k % 2, mode);
+                const int in = large[k][0], out = large[k][1], n_small[] = {1, 8, 9, 16, 17};
+                for (size_t i = 0; ns[0] == 0 && i < 5; i++)
+                    linear_case(g, kind, f, n_small[i], in, out, (i + k) % 2, mode);
+                linear_case(g, kind, f, ns[1 + k % 3], in, out, k % 2, mode);
             }
             for (int r = 0; r < 3; r++) {
-                const int in = f == FK_QUANT_INT4 ? 128 * (1 + (int)tu_below(&rng, 32)) : 16 * (1 + (int)tu_below(&rng, 256));
+                const int in =
+                    f == FK_QUANT_INT4 ? 128 * (1 + (int)tu_below(&rng, 32)) : 16 * (1 + (int)tu_below(&rng, 256));
                 linear_case(g, kind, f, 1 + (int)tu_below(&rng, r < 2 ? 16 : 64), in, 1 + (int)tu_below(&rng, 700),
                             r % 2, mode);
             }
