@@ -168,3 +168,37 @@ bool cli_engine_option(int opt, const char *arg, fk_engine_params *ep)
     }
     return false;
 }
+
+const struct option cli_model_options[CLI_MODEL_OPTION_COUNT] = {
+    {"quantization", required_argument, 0, CLI_MODEL_OPTION_BASE + 0},
+    {"quantize-lm-head", no_argument, 0, CLI_MODEL_OPTION_BASE + 1},
+};
+
+const char cli_model_usage[] =
+    "  --quantization Q    none, int8 or int4: the linear layers' weights, quantized at load (default none;\n"
+    "                      int4 needs layer input sizes that are multiples of 128)\n"
+    "  --quantize-lm-head  the output head too (default: it stays in the backend's format)\n";
+
+bool cli_model_option(int opt, const char *arg, fk_model_params *mp)
+{
+    switch (opt - CLI_MODEL_OPTION_BASE) {
+    case 0:
+        for (fk_quantization q = FK_QUANT_NONE; q <= FK_QUANT_INT4; q++)
+            if (strcmp(arg, fk_quantization_name(q)) == 0) {
+                mp->quantization = q;
+                return true;
+            }
+        fprintf(stderr, "error: --quantization must be none, int8 or int4, got \"%s\"\n", arg);
+        return false;
+    case 1: mp->quantize_lm_head = true; return true;
+    }
+    return false;
+}
+
+void cli_describe_weights(const fk_model *m, char *buf, size_t size)
+{
+    const fk_model_info info = fk_model_get_info(m);
+    snprintf(buf, size, "%s%s weights %.1f MiB, loaded in %.2f s", fk_quantization_name(info.quantization),
+             info.quantize_lm_head && info.quantization ? " (lm_head too)" : "", (double)info.weight_bytes / 1048576,
+             info.load_s);
+}

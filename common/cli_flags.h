@@ -1,5 +1,6 @@
 /* cli_flags.h — what the command-line programs (`flashkernel`, tools/, and `flashkernel-server`, server/) share:
- * exit codes, strict flag values, the default model, reading a file, and the engine's flags. Messages go to stderr. */
+ * exit codes, strict flag values, the default model, reading a file, the engine's and the model's flags. Messages go
+ * to stderr. */
 #ifndef FK_CLI_FLAGS_H
 #define FK_CLI_FLAGS_H
 
@@ -33,5 +34,16 @@ extern const struct option cli_engine_options[CLI_ENGINE_OPTION_COUNT];
 extern const char cli_engine_usage[];
 /* Applies one of those options; false (after printing why) for a bad value. */
 bool cli_engine_option(int opt, const char *arg, fk_engine_params *ep);
+
+/* Model flags shared by generate, logits, perplexity, bench-engine and flashkernel-server: --quantization
+ * --quantize-lm-head. Option values start at CLI_MODEL_OPTION_BASE. */
+enum { CLI_MODEL_OPTION_BASE = 1100, CLI_MODEL_OPTION_COUNT = 2 };
+extern const struct option cli_model_options[CLI_MODEL_OPTION_COUNT];
+extern const char cli_model_usage[];
+/* Applies one of those options; false (after printing why) for a bad value. */
+bool cli_model_option(int opt, const char *arg, fk_model_params *mp);
+
+/* "int4 weights 712.3 MiB, loaded in 1.52 s": how a loaded model holds its weights, for the commands' reports. */
+void cli_describe_weights(const fk_model *m, char *buf, size_t size);
 
 #endif

@@ -47,11 +47,26 @@ typedef enum fk_device {
     FK_DEVICE_CUDA = 2,
 } fk_device;
 
+/* Weight-only quantization of the linear layers, done at load from the checkpoint's weights (round to nearest):
+ * activations stay fp16 (fp32 on the CPU), products accumulate in fp32. */
+typedef enum fk_quantization {
+    FK_QUANT_NONE = 0, /* the backend's own format: fp16 on a GPU, fp32 on the CPU */
+    FK_QUANT_INT8 = 1, /* int8, symmetric, one fp16 scale per output row */
+    FK_QUANT_INT4 = 2, /* 4 bits, per group of 128 inputs an fp16 scale and a zero point; the input size of every
+                        * quantized layer must be a multiple of 128 */
+} fk_quantization;
+
+/* "none", "int8", "int4" ("?" for anything else). */
+const char *fk_quantization_name(fk_quantization q);
+
 typedef struct fk_model_params {
     fk_device device;
     int n_threads;      /* CPU threads for the CPU backend; 0 = one per core */
     int prefill_chunk;  /* most tokens one forward pass takes; longer prompts run in chunks (default 512) */
     int kv_block_size;  /* tokens per KV cache block (default 16) */
+    fk_quantization quantization; /* of every linear layer of the blocks (default FK_QUANT_NONE); embeddings, norms
+                                   * and biases stay in the backend's format */
+    bool quantize_lm_head;        /* the output head too (a tied head gets a quantized copy of the embedding) */
 } fk_model_params;
 
 fk_model_params fk_model_params_default(void);
@@ -60,7 +75,8 @@ fk_model_params fk_model_params_default(void);
  * model.safetensors.index.json, and the optional generation_config.json (its eos_token_id overrides
  * config.json's). Supported: LlamaForCausalLM, GPT2LMHeadModel.
  * Errors: FK_ERR_IO (missing/unreadable file), FK_ERR_FORMAT (malformed JSON or safetensors, missing tensor,
- * wrong shape), FK_ERR_UNSUPPORTED (architecture, dtype, rope type, activation), FK_ERR_INVALID_ARGUMENT
+ * wrong shape), FK_ERR_UNSUPPORTED (architecture, dtype, rope type, activation, a layer whose input size the
+ * quantization's group size does not divide: the message names the tensor and the size), FK_ERR_INVALID_ARGUMENT
  * (params), FK_ERR_OUT_OF_MEMORY, FK_ERR_DEVICE. tokenizer.json, when the directory has one, is loaded too
  * (fk_model_tokenizer) and a broken one fails the load with its message. On failure *out is NULL and nothing is
  * leaked. */
@@ -86,6 +102,11 @@ typedef struct fk_model_info {
     int bos_id;               /* -1 when the model has none */
     int n_eos;                /* number of valid entries in eos_ids */
     int32_t eos_ids[FK_MAX_EOS_IDS];
+    fk_quantization quantization;
+    bool quantize_lm_head;
+    size_t weight_bytes;       /* the weights as the backend holds them (quantized values and their scales) */
+    size_t kv_bytes_per_token; /* K and V of one token in every layer, as the backend's KV cache holds them */
+    double load_s;             /* seconds fk_model_load took, quantization included */
 } fk_model_info;
 
 /* Describes a loaded model. Never fails for a valid model. */

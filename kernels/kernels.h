@@ -81,6 +81,24 @@ cudaError_t k_linear_small(void *y, const void *x, const void *w, const void *bi
                            int splits, float *partials, unsigned *counters, cudaStream_t stream);
 int k_linear_small_splits(int m, int k, int n, int epilogue, int n_sms);
 
+/* The weight formats of the quantized linears (the values of include/flashkernel.h's fk_quantization). */
+enum { K_QUANT_INT8 = 1, K_QUANT_INT4 = 2 };
+
+/* k_linear_small on a quantized W (src/quant.h's layouts, rows = n, or 2n for K_LINEAR_SILU_MUL): INT8 data int8
+ * [rows][k] with fp16 scales [rows], k % 16 == 0; INT4 data [rows][k / 2] packed nibbles with fp16 (scale, zero)
+ * pairs [rows][k / 128], k % 128 == 0. Computes with the dequantized weights (q s, (q - z) s) and fp32 sums. x, y,
+ * data 16-byte aligned; epilogues, bias, m <= 16, splits, partials and counters as for k_linear_small (the same
+ * buffers serve both). */
+cudaError_t k_linear_quant(void *y, const void *x, const void *data, const void *scales, const void *bias, int format,
+                           int m, int k, int n, int epilogue, int splits, float *partials, unsigned *counters,
+                           cudaStream_t stream);
+int k_linear_quant_splits(int format, int m, int k, int n, int epilogue, int n_sms);
+
+/* out[n_rows][cols] (fp16) = rows row0 .. row0 + n_rows - 1 of a quantized weight (layouts as for k_linear_quant;
+ * INT8 takes any cols), dequantized: q s or (q - z) s, each rounded to fp16. */
+cudaError_t k_dequant(void *out, const void *data, const void *scales, int format, int row0, int n_rows, int cols,
+                      cudaStream_t stream);
+
 /* Programmatic dependent launch: enables it (when `enable` and the device and the compiled kernels support it:
  * sm_90+) for every later launch of our kernels; *enabled tells whether it is on. */
 cudaError_t k_pdl_configure(int enable, int *enabled);

@@ -24,6 +24,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: flashkernel-server [--model DIR] [--host ADDR] [--port N] [--device cpu|cuda|auto] [--threads N]\n"
+            "                          [--quantization none|int8|int4] [--quantize-lm-head]\n"
             "                          [engine options] [--max-queue N] [--max-body-bytes N]\n"
             "                          [--api-key KEY | --api-key-file F] [--served-model-name NAME]\n"
             "                          [--shutdown-timeout S] [--max-connections N] [--max-connections-per-ip N]\n"
@@ -38,7 +39,7 @@ static void usage(FILE *f)
             "  --port N            port (default 8080; 0: any free port, logged at startup)\n"
             "  --device D          cpu, cuda or auto (default auto)\n"
             "  --threads N         CPU backend threads (default: one per core)\n"
-            "%s"
+            "%s%s"
             "  --max-queue N       requests waiting for the engine before new ones get 429 (default 1024)\n"
             "  --max-body-bytes N  largest request body (default 1048576); larger ones get 413\n"
             "  --api-key KEY       require \"Authorization: Bearer KEY\" on every route but /health\n"
@@ -61,7 +62,7 @@ static void usage(FILE *f)
             "Test hook: FLASHKERNEL_FAULT_AFTER_STEPS=N makes the device fail after N engine steps, as a real fault\n"
             "would (the server then answers 503 and exits with status 1).\n"
             "Exit status: 0 after a clean shutdown, 1 startup or engine failure, 2 bad usage.\n",
-            cli_engine_usage);
+            cli_model_usage, cli_engine_usage);
 }
 
 /* ---- the engine thread ---- */
@@ -321,7 +322,7 @@ static void free_options(options *o)
 /* -1 when parsed, else the exit status (EXIT_OK after --help). */
 static int parse_flags(int argc, char **argv, options *o)
 {
-    static struct option options[N_OPTS + CLI_ENGINE_OPTION_COUNT + 1] = {
+    static struct option options[N_OPTS + CLI_ENGINE_OPTION_COUNT + CLI_MODEL_OPTION_COUNT + 1] = {
         {"model", required_argument, 0, OPT_MODEL},
         {"host", required_argument, 0, OPT_HOST},
         {"port", required_argument, 0, OPT_PORT},
@@ -343,6 +344,8 @@ static int parse_flags(int argc, char **argv, options *o)
     };
     for (int i = 0; i < CLI_ENGINE_OPTION_COUNT; i++)
         options[N_OPTS + i] = cli_engine_options[i];
+    for (int i = 0; i < CLI_MODEL_OPTION_COUNT; i++)
+        options[N_OPTS + CLI_ENGINE_OPTION_COUNT + i] = cli_model_options[i];
     int opt, v;
     float f;
     optind = 1;
@@ -394,7 +397,9 @@ static int parse_flags(int argc, char **argv, options *o)
             break;
         case OPT_CHAT_TEMPLATE: ok = read_chat_template(optarg, o); break;
         case OPT_HELP: usage(stdout); return EXIT_OK;
-        default: ok = opt >= CLI_ENGINE_OPTION_BASE && cli_engine_option(opt, optarg, &o->ep);
+        default:
+            ok = opt >= CLI_MODEL_OPTION_BASE ? cli_model_option(opt, optarg, &o->mp)
+                                              : opt >= CLI_ENGINE_OPTION_BASE && cli_engine_option(opt, optarg, &o->ep);
         }
         if (!ok) {
             usage(stderr);
@@ -490,10 +495,14 @@ int main(int argc, char **argv)
         const fk_model_info info = fk_model_get_info(model);
         const fk_engine_stats st = fk_engine_get_stats(engine);
         const int max_model_len = o.ep.max_model_len ? o.ep.max_model_len : info.max_context;
-        log_info("model %s (%s, %d layers, vocab %d) served as \"%s\" on %s; KV cache %d blocks of %d tokens; "
-                 "max_model_len %d, max_num_seqs %d; loaded in %.2f s",
-                 o.model_dir, info.architecture, info.n_layers, info.vocab_size, name, info.device, st.blocks_total,
-                 o.ep.block_size, max_model_len, o.ep.max_num_seqs, now_s() - t0);
+        char weights[128];
+        cli_describe_weights(model, weights, sizeof weights);
+        log_info("model %s (%s, %d layers, vocab %d) served as \"%s\" on %s; %s; KV cache %d blocks of %d tokens "
+                 "(%.1f MiB); max_model_len %d, max_num_seqs %d; ready in %.2f s",
+                 o.model_dir, info.architecture, info.n_layers, info.vocab_size, name, info.device, weights,
+                 st.blocks_total, o.ep.block_size,
+                 (double)st.blocks_total * o.ep.block_size * info.kv_bytes_per_token / 1048576, max_model_len,
+                 o.ep.max_num_seqs, now_s() - t0);
         log_info("%s", chat_describe(chat));
         if (o.ep.fault_after_steps)
             log_info("test hook: the device fails after %d engine steps", o.ep.fault_after_steps);

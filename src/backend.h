@@ -3,7 +3,8 @@
  * Memory is the backend's: "device" pointers come from alloc() and are only touched through these ops; inv_freq
  * and every index array passed to an op are device memory too.
  * Activations and the KV cache hold `act` elements (float32 on the CPU, float16 on the GPU); weights are
- * in the backend's own format, made from float32 host data by upload_weight(). Index arrays are int32.
+ * in the backend's own format, made from float32 host data by upload_weight(), and the weights of linears by
+ * upload_linear(), which may quantize them (src/quant.h). Index arrays are int32.
  * Ops are enqueued in order; download() waits for everything before it. Every op returns FK_OK or an
  * error with a message; the model stops at the first error.
  *
@@ -46,6 +47,16 @@ typedef struct attn_batch {
     void *scratch;   /* attention_scratch_bytes() of device memory */
 } attn_batch;
 
+/* A linear's weight [rows][cols] (= [out][in]) as upload_linear stores it. FK_QUANT_NONE: data is the backend's
+ * plain weight (as upload_weight makes it). INT8, INT4: data and scales hold src/quant.h's layouts in device
+ * memory, and the backend computes with the dequantized weights. */
+typedef struct qweight {
+    fk_quantization format;
+    int rows, cols;
+    void *data;
+    void *scales; /* NULL for FK_QUANT_NONE */
+} qweight;
+
 /* A KV cache pool of one layer: [num_blocks][Hkv][B][D] act elements for K and for V. */
 typedef struct kv_pool {
     void *k;
@@ -78,6 +89,11 @@ typedef struct backend_ops {
     /* A weight from float32 host data: rows x cols (a vector is rows = 1). */
     fk_status (*upload_weight)(backend *b, const float *host, int rows, int cols, void **out, fk_error *err);
 
+    /* A linear's weight from float32 host data [rows][cols], stored in `format` (quantized here). Errors:
+     * FK_ERR_UNSUPPORTED when the format cannot hold it (quant_check), allocation failures. */
+    fk_status (*upload_linear)(backend *b, const float *host, int rows, int cols, fk_quantization format,
+                               qweight *out, fk_error *err);
+
     /* out[n][d] = tok[ids[i]] (+ pos[positions[i]] when pos is not NULL). */
     fk_status (*embed)(backend *b, void *out, const void *tok, const int32_t *ids, const void *pos,
                        const int32_t *positions, int n, int d, fk_error *err);
@@ -91,7 +107,7 @@ typedef struct backend_ops {
                                 const void *bias, int n, int d, float eps, fk_error *err);
 
     /* y[n][out] = x[n][in] · W[out][in]ᵀ (+ bias[out] when not NULL). */
-    fk_status (*linear)(backend *b, void *y, const void *x, const void *w, const void *bias, int n, int in,
+    fk_status (*linear)(backend *b, void *y, const void *x, const qweight *w, const void *bias, int n, int in,
                         int out, fk_error *err);
 
     /* Rotates q and k of qkv[n] in place by RoPE at positions (rotate-half layout; skipped when inv_freq is
@@ -111,12 +127,12 @@ typedef struct backend_ops {
     /* out[n][f] = silu(x W_gate^T + b_gate) * (x W_up^T + b_up) with W = [gate | up] [2f][in] and bias [2f] (or
      * NULL): Llama's gate/up projection with SwiGLU's activation fused in. scratch holds n * 2f act elements the
      * backend may use for the projection before the activation. */
-    fk_status (*linear_silu_mul)(backend *b, void *out, void *scratch, const void *x, const void *w, const void *bias,
-                                 int n, int in, int f, fk_error *err);
+    fk_status (*linear_silu_mul)(backend *b, void *out, void *scratch, const void *x, const qweight *w,
+                                 const void *bias, int n, int in, int f, fk_error *err);
 
     /* y[n][out] = gelu_tanh(x[n][in] · W[out][in]ᵀ + bias[out]) (bias may be NULL): GPT-2's first MLP linear with
      * its activation fused into the GEMM's epilogue. */
-    fk_status (*linear_gelu)(backend *b, void *y, const void *x, const void *w, const void *bias, int n, int in,
+    fk_status (*linear_gelu)(backend *b, void *y, const void *x, const qweight *w, const void *bias, int n, int in,
                              int out, fk_error *err);
 
     /* out[m][d] = x[rows[i]]. */
@@ -148,6 +164,7 @@ typedef struct backend_ops {
 
 struct backend {
     const backend_ops *ops;
+    size_t weight_bytes; /* held by what upload_weight and upload_linear made so far */
 };
 
 /* The CPU backend (fp32). n_threads 0 = one per core. */

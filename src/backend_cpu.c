@@ -1,6 +1,7 @@
 /* backend_cpu.c — the reference backend: every op in plain C, float32, OpenMP across cores.
  * It is the oracle the CUDA kernels are tested against, so each op is the direct formula; only linear
- * (register-blocked) and attention (parallel over token x head) are arranged for speed. */
+ * (register-blocked) and attention (parallel over token x head) are arranged for speed. Quantized linears keep
+ * quant.h's packed weights and compute in float32 on their dequantized values, a block of rows at a time. */
 #include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 
 #include "backend.h"
 #include "error.h"
+#include "quant.h"
 #include "sampler.h"
 
 typedef struct cpu_backend {
@@ -19,6 +21,8 @@ typedef struct cpu_backend {
     sampler *sampler; /* scratch for the sample op, sized to the model's vocabulary */
     int sampler_vocab;
     double *marks; /* profiling: the time of each point, seconds (PROF_MARKS, allocated at the first mark) */
+    float *rows;   /* quantized linears: each thread's block of dequantized weight rows */
+    size_t rows_n;
 } cpu_backend;
 
 static int threads_of(const backend *b)
@@ -34,6 +38,7 @@ static void cpu_destroy(backend *b)
 {
     sampler_destroy(((cpu_backend *)b)->sampler);
     free(((cpu_backend *)b)->marks);
+    free(((cpu_backend *)b)->rows);
     free(b);
 }
 
@@ -74,9 +79,29 @@ static fk_status cpu_upload_weight(backend *b, const float *host, int rows, int 
 {
     size_t bytes = (size_t)rows * (size_t)cols * sizeof(float);
     fk_status s = cpu_alloc(b, bytes, out, err);
-    if (!s)
+    if (!s) {
         memcpy(*out, host, bytes);
+        b->weight_bytes += bytes;
+    }
     return s;
+}
+
+static fk_status cpu_upload_linear(backend *b, const float *host, int rows, int cols, fk_quantization format,
+                                   qweight *out, fk_error *err)
+{
+    *out = (qweight){.format = format, .rows = rows, .cols = cols};
+    if (format == FK_QUANT_NONE)
+        return cpu_upload_weight(b, host, rows, cols, &out->data, err);
+    fk_status s = quant_check(format, cols, err);
+    const size_t data = quant_data_bytes(format, rows, cols), scales = quant_scale_bytes(format, rows, cols);
+    if (s || (s = cpu_alloc(b, data, &out->data, err)) || (s = cpu_alloc(b, scales, &out->scales, err))) {
+        free(out->data);
+        *out = (qweight){0};
+        return s;
+    }
+    quant_pack(format, host, rows, cols, out->data, out->scales);
+    b->weight_bytes += data + scales;
+    return FK_OK;
 }
 
 static fk_status cpu_embed(backend *b, void *out, const void *tok, const int32_t *ids, const void *pos,
@@ -189,42 +214,67 @@ static float dot(const float *a, const float *b, int k)
 /* Output columns one task computes: a block of W rows that stays in cache while every token passes. */
 #define LINEAR_COLS_PER_TASK 16
 
-static fk_status cpu_linear(backend *b, void *y, const void *x, const void *w, const void *bias, int n, int in,
+/* Each thread's room for LINEAR_COLS_PER_TASK dequantized rows of `in` weights. */
+static fk_status reserve_rows(cpu_backend *cb, int in, fk_error *err)
+{
+    const size_t n = (size_t)cb->n_threads * LINEAR_COLS_PER_TASK * (size_t)in;
+    if (n <= cb->rows_n)
+        return FK_OK;
+    float *grown = realloc(cb->rows, n * sizeof *grown);
+    if (!grown)
+        return fk_error_set(err, FK_ERR_OUT_OF_MEMORY, "cpu: %zu floats of dequantized weight rows", n);
+    cb->rows = grown;
+    cb->rows_n = n;
+    return FK_OK;
+}
+
+static fk_status cpu_linear(backend *b, void *y, const void *x, const qweight *w, const void *bias, int n, int in,
                             int out, fk_error *err)
 {
-    (void)err;
+    cpu_backend *cb = (cpu_backend *)b;
+    const bool quantized = w->format != FK_QUANT_NONE;
+    fk_status s = quantized ? reserve_rows(cb, in, err) : FK_OK;
+    if (s)
+        return s;
     float *ys = y;
-    const float *xs = x, *ws = w, *bs = bias;
+    const float *xs = x, *bs = bias;
     const int n_tasks = (out + LINEAR_COLS_PER_TASK - 1) / LINEAR_COLS_PER_TASK;
     const size_t work = (size_t)n * in * out;
 #pragma omp parallel for schedule(static) num_threads(threads_of(b)) if (work > PARALLEL_MIN_WORK)
     for (int task = 0; task < n_tasks; task++) {
         const int o_begin = task * LINEAR_COLS_PER_TASK;
         const int o_end = o_begin + LINEAR_COLS_PER_TASK < out ? o_begin + LINEAR_COLS_PER_TASK : out;
+        /* ws: W rows o_begin .. o_end - 1, [o_end - o_begin][in] */
+        const float *ws = (const float *)w->data + (size_t)o_begin * in;
+        if (quantized) {
+            float *mine = cb->rows + (size_t)omp_get_thread_num() * LINEAR_COLS_PER_TASK * in;
+            quant_unpack_rows(w->format, w->data, w->scales, in, o_begin, o_end - o_begin, mine);
+            ws = mine;
+        }
         int t = 0;
         for (; t + 4 <= n; t += 4) {
             int o = o_begin;
             for (; o + 4 <= o_end; o += 4) {
                 float c[4][4];
-                dot_4x4(xs + (size_t)t * in, (size_t)in, ws + (size_t)o * in, (size_t)in, in, c);
+                dot_4x4(xs + (size_t)t * in, (size_t)in, ws + (size_t)(o - o_begin) * in, (size_t)in, in, c);
                 for (int i = 0; i < 4; i++)
                     for (int j = 0; j < 4; j++)
                         ys[(size_t)(t + i) * out + o + j] = c[i][j];
             }
             for (; o < o_end; o++)
                 for (int i = 0; i < 4; i++)
-                    ys[(size_t)(t + i) * out + o] = dot(xs + (size_t)(t + i) * in, ws + (size_t)o * in, in);
+                    ys[(size_t)(t + i) * out + o] = dot(xs + (size_t)(t + i) * in, ws + (size_t)(o - o_begin) * in, in);
         }
         for (; t < n; t++) {
             int o = o_begin;
             for (; o + 4 <= o_end; o += 4) {
                 float c[4];
-                dot_1x4(xs + (size_t)t * in, ws + (size_t)o * in, (size_t)in, in, c);
+                dot_1x4(xs + (size_t)t * in, ws + (size_t)(o - o_begin) * in, (size_t)in, in, c);
                 for (int j = 0; j < 4; j++)
                     ys[(size_t)t * out + o + j] = c[j];
             }
             for (; o < o_end; o++)
-                ys[(size_t)t * out + o] = dot(xs + (size_t)t * in, ws + (size_t)o * in, in);
+                ys[(size_t)t * out + o] = dot(xs + (size_t)t * in, ws + (size_t)(o - o_begin) * in, in);
         }
         if (bs)
             for (t = 0; t < n; t++)
@@ -361,7 +411,7 @@ static size_t cpu_attention_scratch_bytes(const backend *b, int max_tokens, int 
     return 0;
 }
 
-static fk_status cpu_linear_silu_mul(backend *b, void *out, void *scratch, const void *x, const void *w,
+static fk_status cpu_linear_silu_mul(backend *b, void *out, void *scratch, const void *x, const qweight *w,
                                      const void *bias, int n, int in, int f, fk_error *err)
 {
     fk_status s = cpu_linear(b, scratch, x, w, bias, n, in, 2 * f, err);
@@ -378,8 +428,8 @@ static fk_status cpu_linear_silu_mul(backend *b, void *out, void *scratch, const
     return FK_OK;
 }
 
-static fk_status cpu_linear_gelu(backend *b, void *y, const void *x, const void *w, const void *bias, int n, int in,
-                                 int out, fk_error *err)
+static fk_status cpu_linear_gelu(backend *b, void *y, const void *x, const qweight *w, const void *bias, int n,
+                                 int in, int out, fk_error *err)
 {
     fk_status s = cpu_linear(b, y, x, w, bias, n, in, out, err);
     if (s)
@@ -462,6 +512,7 @@ static const backend_ops cpu_ops = {
     .download_act = cpu_download_act,
     .memory_info = cpu_memory_info,
     .upload_weight = cpu_upload_weight,
+    .upload_linear = cpu_upload_linear,
     .embed = cpu_embed,
     .add_rms_norm = cpu_add_rms_norm,
     .add_layer_norm = cpu_add_layer_norm,

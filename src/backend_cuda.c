@@ -1,7 +1,8 @@
 /* backend_cuda.c — the GPU backend: fp16 weights, activations and KV cache on the current device, our kernels
  * (kernels/) for every op, and cuBLAS / cuBLASLt for the linears of more tokens than the small-batch kernel takes
- * (fp16 in and out, fp32 accumulation). One stream; every CUDA and cuBLAS call is checked and a failure is
- * returned as FK_ERR_DEVICE naming the call. */
+ * (fp16 in and out, fp32 accumulation). Quantized linears (src/quant.h, packed on the host at load) run our
+ * small-batch kernel on the packed weights, or for more tokens are dequantized to fp16 for cuBLAS. One stream;
+ * every CUDA and cuBLAS call is checked and a failure is returned as FK_ERR_DEVICE naming the call. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -16,6 +17,7 @@
 #include "error.h"
 #include "fp16.h"
 #include "kernels.h"
+#include "quant.h"
 
 typedef struct cuda_backend {
     backend base;
@@ -27,8 +29,13 @@ typedef struct cuda_backend {
     gemm_lt *gemm_lt;      /* cuBLASLt GEMMs with a bias or GELU+bias epilogue */
     bool gelu_by_cublaslt; /* linear_gelu: cuBLASLt's epilogue, else cuBLAS then k_bias_gelu (FK_GELU_EPILOGUE) */
     int small_linear_max_m; /* linears of up to this many tokens run k_linear_small (FK_SMALL_LINEAR_MAX_M) */
-    float *linear_partials; /* k_linear_small's split-K scratch and its tile counters */
+    float *linear_partials; /* k_linear_small's and k_linear_quant's split-K scratch and its tile counters */
     unsigned *linear_counters;
+    int quant_small_max_m; /* quantized linears of up to this many tokens run k_linear_quant, 16 tokens a pass
+                            * (FK_QUANT_SMALL_MAX_M) */
+    void *dequant;         /* larger batches: a quantized weight dequantized to fp16 here, for cuBLAS */
+    size_t dequant_bytes;  /* its size: the largest quantized weight uploaded, at most dequant_cap */
+    size_t dequant_cap;    /* (FK_DEQUANT_SCRATCH_MB); a larger weight is dequantized a chunk of rows at a time */
     uint16_t *staging; /* host fp16 staging for download_act */
     size_t staging_n;
     int prefill_tile_rows; /* queries per prefill tile: 128 runs the Hopper kernel, 64 the mma.sync one */
@@ -41,6 +48,8 @@ typedef struct cuda_backend {
 #define BLAS_WORKSPACE_BYTES (32u << 20) /* what cuBLAS recommends for Hopper */
 #define GELU_BY_CUBLASLT_DEFAULT true
 #define SMALL_LINEAR_MAX_M_DEFAULT 16 /* the crossover against cuBLAS, kernels/bench/bench_linear (BENCHMARKS.md) */
+#define QUANT_SMALL_MAX_M_DEFAULT 16
+#define DEQUANT_SCRATCH_MB_DEFAULT 64
 
 typedef struct prefill_tile {
     int32_t seq, q0, position;
@@ -76,6 +85,7 @@ static void cuda_destroy(backend *b)
     gemm_lt_destroy(cb->gemm_lt);
     cudaFree(cb->linear_partials);
     cudaFree(cb->linear_counters);
+    cudaFree(cb->dequant);
     if (cb->blas)
         cublasDestroy(cb->blas);
     cudaFree(cb->blas_workspace);
@@ -167,7 +177,67 @@ static fk_status cuda_upload_weight(backend *b, const float *host, int rows, int
     if (!s) /* h is freed next */
         s = cuda_download(b, NULL, NULL, 0, err);
     free(h);
+    if (!s)
+        b->weight_bytes += n * sizeof *h;
     return s;
+}
+
+/* The dequantization scratch, grown for a quantized weight of rows x cols: the whole fp16 matrix, or dequant_cap
+ * bytes (at least a row) if that is smaller. Grown at load, so that no pass allocates (graphs record addresses). */
+static fk_status reserve_dequant(cuda_backend *cb, int rows, int cols, fk_error *err)
+{
+    const size_t row = (size_t)cols * sizeof(uint16_t), all = row * (size_t)rows;
+    size_t need = all < cb->dequant_cap ? all : cb->dequant_cap;
+    need = need > row ? need : row;
+    if (need <= cb->dequant_bytes)
+        return FK_OK;
+    CUDA_OK(cudaFree(cb->dequant), "cudaFree (dequantization scratch)"); /* waits for any work still using it */
+    cb->dequant = NULL;
+    cb->dequant_bytes = 0;
+    fk_status s = cuda_alloc(&cb->base, need, &cb->dequant, err);
+    if (!s)
+        cb->dequant_bytes = need;
+    return s;
+}
+
+_Static_assert((int)FK_QUANT_INT8 == (int)K_QUANT_INT8 && (int)FK_QUANT_INT4 == (int)K_QUANT_INT4,
+               "the kernels take fk_quantization's values as their formats");
+
+/* Quantized on the host (quant_pack), then the packed values and scales uploaded. */
+static fk_status cuda_upload_linear(backend *b, const float *host, int rows, int cols, fk_quantization format,
+                                    qweight *out, fk_error *err)
+{
+    *out = (qweight){.format = format, .rows = rows, .cols = cols};
+    if (format == FK_QUANT_NONE)
+        return cuda_upload_weight(b, host, rows, cols, &out->data, err);
+    fk_status s = quant_check(format, cols, err);
+    if (s)
+        return s;
+    const size_t data = quant_data_bytes(format, rows, cols), scales = quant_scale_bytes(format, rows, cols);
+    void *h_data = malloc(data);
+    uint16_t *h_scales = malloc(scales);
+    if (!h_data || !h_scales)
+        s = fk_error_set(err, FK_ERR_OUT_OF_MEMORY, "cuda: host buffers for a %d x %d %s weight", rows, cols,
+                         fk_quantization_name(format));
+    else {
+        quant_pack(format, host, rows, cols, h_data, h_scales);
+        if (!(s = cuda_alloc(b, data, &out->data, err)) && !(s = cuda_alloc(b, scales, &out->scales, err)) &&
+            !(s = cuda_upload(b, out->data, h_data, data, err)) &&
+            !(s = cuda_upload(b, out->scales, h_scales, scales, err)))
+            s = cuda_download(b, NULL, NULL, 0, err); /* the host buffers are freed next */
+    }
+    free(h_data);
+    free(h_scales);
+    if (!s)
+        s = reserve_dequant(cb_of(b), rows, cols, err);
+    if (s) {
+        cudaFree(out->data);
+        cudaFree(out->scales);
+        *out = (qweight){0};
+        return s;
+    }
+    b->weight_bytes += data + scales;
+    return FK_OK;
 }
 
 /* Checks a kernel launch; unsupported sizes come back as cudaErrorInvalidValue. */
@@ -209,31 +279,135 @@ static fk_status run_small_linear(cuda_backend *cb, void *y, const void *x, cons
                     "linear_small", err);
 }
 
-/* y = x W^T by cuBLAS: in its column-major terms y^T (out x n) = W^T^T (out x in) x^T (in x n). */
+/* y = x W^T by cuBLAS: in its column-major terms y^T (out x n) = W^T^T (out x in) x^T (in x n); y's rows are ldy
+ * apart (out, or more when W is a block of rows of a larger weight and y the matching columns). */
 static fk_status cublas_linear(cuda_backend *cb, void *y, const void *x, const void *w, int n, int in, int out,
-                               fk_error *err)
+                               int ldy, fk_error *err)
 {
     const float one = 1.0f, zero = 0.0f;
     BLAS_OK(cublasGemmEx(cb->blas, CUBLAS_OP_T, CUBLAS_OP_N, out, n, in, &one, w, CUDA_R_16F, in, x, CUDA_R_16F, in,
-                         &zero, y, CUDA_R_16F, out, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                         &zero, y, CUDA_R_16F, ldy, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
             "cublasGemmEx");
     return FK_OK;
 }
 
-/* y[n][out] = x[n][in] W[out][in]^T (+ bias): ours for few tokens; else cuBLAS, with the bias in cuBLASLt's
- * epilogue where the shapes are whole 16-byte rows (and a separate pass otherwise). */
-static fk_status cuda_linear(backend *b, void *y, const void *x, const void *w, const void *bias, int n, int in,
-                             int out, fk_error *err)
+/* y[n][out] = x[n][in] W[out][in]^T (+ bias) for an fp16 W: ours for few tokens; else cuBLAS, with the bias in
+ * cuBLASLt's epilogue where the shapes are whole 16-byte rows (and a separate pass otherwise). */
+static fk_status plain_linear(cuda_backend *cb, void *y, const void *x, const void *w, const void *bias, int n, int in,
+                              int out, fk_error *err)
 {
-    cuda_backend *cb = cb_of(b);
     if (small_linear(cb, n, in, x, w))
         return run_small_linear(cb, y, x, w, bias, n, in, out, K_LINEAR_PLAIN, err);
     if (bias && in % 8 == 0 && out % 8 == 0)
         return gemm_lt_run(cb->gemm_lt, cb->stream, y, x, w, bias, n, in, out, GEMM_LT_BIAS, err);
-    fk_status s = cublas_linear(cb, y, x, w, n, in, out, err);
+    fk_status s = cublas_linear(cb, y, x, w, n, in, out, out, err);
     if (!s && bias)
         s = launched(k_add_bias(y, bias, n, out, cb->stream), "add_bias", err);
     return s;
+}
+
+/* plain_linear with GELU after the bias. */
+static fk_status plain_linear_gelu(cuda_backend *cb, void *y, const void *x, const void *w, const void *bias, int n,
+                                   int in, int out, fk_error *err)
+{
+    if (small_linear(cb, n, in, x, w))
+        return run_small_linear(cb, y, x, w, bias, n, in, out, K_LINEAR_GELU, err);
+    if (cb->gelu_by_cublaslt && in % 8 == 0 && out % 8 == 0) /* rows of whole 16-byte vectors, as GPT-2's are */
+        return gemm_lt_run(cb->gemm_lt, cb->stream, y, x, w, bias, n, in, out, GEMM_LT_GELU, err);
+    fk_status s = cublas_linear(cb, y, x, w, n, in, out, out, err);
+    if (s)
+        return s;
+    return launched(k_bias_gelu(y, bias, n, out, cb->stream), "bias_gelu", err);
+}
+
+/* Whether k_linear_quant takes this quantized linear: few tokens, rows of whole 16-byte vectors, aligned x. */
+static bool quant_small(const cuda_backend *cb, int n, int in, const void *x)
+{
+    return n <= cb->quant_small_max_m && in % 16 == 0 && (uintptr_t)x % 16 == 0;
+}
+
+/* k_linear_quant in passes of up to 16 tokens (each pass reads the packed weights once). */
+static fk_status run_quant_small(cuda_backend *cb, void *y, const void *x, const qweight *w, const void *bias, int n,
+                                 int in, int out, int epilogue, fk_error *err)
+{
+    for (int t0 = 0; t0 < n; t0 += K_LINEAR_SMALL_MAX_M) {
+        const int m = n - t0 < K_LINEAR_SMALL_MAX_M ? n - t0 : K_LINEAR_SMALL_MAX_M;
+        const int splits = k_linear_quant_splits(w->format, m, in, out, epilogue, cb->n_sms);
+        fk_status s = launched(k_linear_quant((uint16_t *)y + (size_t)t0 * out, (const uint16_t *)x + (size_t)t0 * in,
+                                              w->data, w->scales, bias, w->format, m, in, out, epilogue, splits,
+                                              cb->linear_partials, cb->linear_counters, cb->stream),
+                               "linear_quant", err);
+        if (s)
+            return s;
+    }
+    return FK_OK;
+}
+
+/* A quantized linear of more tokens: W dequantized to fp16 in the scratch, then the fp16 linear (GELU after the
+ * bias when gelu). A W larger than the scratch goes a chunk of rows at a time, each chunk a cuBLAS GEMM into its
+ * columns of y, with the bias (and GELU) applied once after the last. */
+static fk_status dequant_linear(cuda_backend *cb, void *y, const void *x, const qweight *w, const void *bias, int n,
+                                int in, int out, bool gelu, fk_error *err)
+{
+    const size_t fit = cb->dequant_bytes / ((size_t)in * sizeof(uint16_t));
+    const int chunk = fit < (size_t)out ? (int)fit : out;
+    if (chunk < 1) /* upload_linear reserves the scratch: this weight was not uploaded here */
+        return fk_error_set(err, FK_ERR_INVALID_ARGUMENT, "cuda: no dequantization scratch for a %d x %d %s weight",
+                            out, in, fk_quantization_name(w->format));
+    fk_status s;
+    if (chunk == out) {
+        if ((s = launched(k_dequant(cb->dequant, w->data, w->scales, w->format, 0, out, in, cb->stream), "dequant",
+                          err)))
+            return s;
+        return gelu ? plain_linear_gelu(cb, y, x, cb->dequant, bias, n, in, out, err)
+                    : plain_linear(cb, y, x, cb->dequant, bias, n, in, out, err);
+    }
+    for (int r0 = 0; r0 < out; r0 += chunk) {
+        const int rows = out - r0 < chunk ? out - r0 : chunk;
+        if ((s = launched(k_dequant(cb->dequant, w->data, w->scales, w->format, r0, rows, in, cb->stream), "dequant",
+                          err)) ||
+            (s = cublas_linear(cb, (uint16_t *)y + r0, x, cb->dequant, n, in, rows, out, err)))
+            return s;
+    }
+    if (gelu)
+        return launched(k_bias_gelu(y, bias, n, out, cb->stream), "bias_gelu", err);
+    return bias ? launched(k_add_bias(y, bias, n, out, cb->stream), "add_bias", err) : FK_OK;
+}
+
+static fk_status cuda_linear(backend *b, void *y, const void *x, const qweight *w, const void *bias, int n, int in,
+                             int out, fk_error *err)
+{
+    cuda_backend *cb = cb_of(b);
+    if (w->format == FK_QUANT_NONE)
+        return plain_linear(cb, y, x, w->data, bias, n, in, out, err);
+    if (quant_small(cb, n, in, x))
+        return run_quant_small(cb, y, x, w, bias, n, in, out, K_LINEAR_PLAIN, err);
+    return dequant_linear(cb, y, x, w, bias, n, in, out, false, err);
+}
+
+static fk_status cuda_linear_gelu(backend *b, void *y, const void *x, const qweight *w, const void *bias, int n,
+                                  int in, int out, fk_error *err)
+{
+    cuda_backend *cb = cb_of(b);
+    if (w->format == FK_QUANT_NONE)
+        return plain_linear_gelu(cb, y, x, w->data, bias, n, in, out, err);
+    if (quant_small(cb, n, in, x))
+        return run_quant_small(cb, y, x, w, bias, n, in, out, K_LINEAR_GELU, err);
+    return dequant_linear(cb, y, x, w, bias, n, in, out, true, err);
+}
+
+static fk_status cuda_linear_silu_mul(backend *b, void *out, void *scratch, const void *x, const qweight *w,
+                                      const void *bias, int n, int in, int f, fk_error *err)
+{
+    cuda_backend *cb = cb_of(b);
+    if (w->format == FK_QUANT_NONE && small_linear(cb, n, in, x, w->data))
+        return run_small_linear(cb, out, x, w->data, bias, n, in, f, K_LINEAR_SILU_MUL, err);
+    if (w->format != FK_QUANT_NONE && quant_small(cb, n, in, x))
+        return run_quant_small(cb, out, x, w, bias, n, in, f, K_LINEAR_SILU_MUL, err);
+    fk_status s = cuda_linear(b, scratch, x, w, bias, n, in, 2 * f, err);
+    if (s)
+        return s;
+    return launched(k_silu_mul(out, scratch, n, f, cb->stream), "silu_mul", err);
 }
 
 static fk_status cuda_rope_store_kv(backend *b, void *qkv, const int32_t *positions, const float *inv_freq,
@@ -351,32 +525,6 @@ static fk_status cuda_attention(backend *b, void *out, const void *qkv, const kv
     return prefill_attention(cb, &args, ab, n_dec, (int32_t *)((char *)ab->scratch + tiles_at), err);
 }
 
-static fk_status cuda_linear_silu_mul(backend *b, void *out, void *scratch, const void *x, const void *w,
-                                      const void *bias, int n, int in, int f, fk_error *err)
-{
-    cuda_backend *cb = cb_of(b);
-    if (small_linear(cb, n, in, x, w))
-        return run_small_linear(cb, out, x, w, bias, n, in, f, K_LINEAR_SILU_MUL, err);
-    fk_status s = cuda_linear(b, scratch, x, w, bias, n, in, 2 * f, err);
-    if (s)
-        return s;
-    return launched(k_silu_mul(out, scratch, n, f, cb->stream), "silu_mul", err);
-}
-
-static fk_status cuda_linear_gelu(backend *b, void *y, const void *x, const void *w, const void *bias, int n, int in,
-                                  int out, fk_error *err)
-{
-    cuda_backend *cb = cb_of(b);
-    if (small_linear(cb, n, in, x, w))
-        return run_small_linear(cb, y, x, w, bias, n, in, out, K_LINEAR_GELU, err);
-    if (cb->gelu_by_cublaslt && in % 8 == 0 && out % 8 == 0) /* rows of whole 16-byte vectors, as GPT-2's are */
-        return gemm_lt_run(cb->gemm_lt, cb->stream, y, x, w, bias, n, in, out, GEMM_LT_GELU, err);
-    fk_status s = cublas_linear(cb, y, x, w, n, in, out, err);
-    if (s)
-        return s;
-    return launched(k_bias_gelu(y, bias, n, out, cb->stream), "bias_gelu", err);
-}
-
 static fk_status cuda_gather_rows(backend *b, void *out, const void *x, const int32_t *rows, int m, int d,
                                   fk_error *err)
 {
@@ -479,6 +627,7 @@ static const backend_ops cuda_ops = {
     .download_act = cuda_download_act,
     .memory_info = cuda_memory_info,
     .upload_weight = cuda_upload_weight,
+    .upload_linear = cuda_upload_linear,
     .embed = cuda_embed,
     .add_rms_norm = cuda_add_rms_norm,
     .add_layer_norm = cuda_add_layer_norm,
@@ -515,8 +664,10 @@ static fk_status gelu_epilogue_choice(bool *by_cublaslt, fk_error *err)
 
 /* The tuning switches read from the environment, for tests, benchmarks and the profile before/after (defaults are
  * the measured best, docs/BENCHMARKS.md): FK_SMALL_LINEAR_MAX_M (0..16, default SMALL_LINEAR_MAX_M_DEFAULT; 0 sends
- * every linear to cuBLAS), FK_PDL (0 turns programmatic dependent launch off) and FK_PREFILL_HOPPER (0 keeps prefill
- * attention on the mma.sync kernel on a Hopper too). */
+ * every linear to cuBLAS), FK_QUANT_SMALL_MAX_M (0..256, default QUANT_SMALL_MAX_M_DEFAULT: quantized linears of up
+ * to this many tokens run k_linear_quant, 16 tokens a pass; 0 dequantizes every one for cuBLAS),
+ * FK_DEQUANT_SCRATCH_MB (1..65536, default DEQUANT_SCRATCH_MB_DEFAULT), FK_PDL (0 turns programmatic dependent launch
+ * off) and FK_PREFILL_HOPPER (0 keeps prefill attention on the mma.sync kernel on a Hopper too). */
 static fk_status env_int(const char *name, int lo, int hi, int *v, fk_error *err)
 {
     const char *s = getenv(name);
@@ -534,12 +685,16 @@ static fk_status env_int(const char *name, int lo, int hi, int *v, fk_error *err
 static fk_status tuning_from_env(cuda_backend *cb, fk_error *err)
 {
     cb->small_linear_max_m = SMALL_LINEAR_MAX_M_DEFAULT;
-    int pdl = 1, hopper = 1, enabled;
+    cb->quant_small_max_m = QUANT_SMALL_MAX_M_DEFAULT;
+    int pdl = 1, hopper = 1, enabled, scratch_mb = DEQUANT_SCRATCH_MB_DEFAULT;
     fk_status s;
     if ((s = gelu_epilogue_choice(&cb->gelu_by_cublaslt, err)) ||
         (s = env_int("FK_SMALL_LINEAR_MAX_M", 0, K_LINEAR_SMALL_MAX_M, &cb->small_linear_max_m, err)) ||
+        (s = env_int("FK_QUANT_SMALL_MAX_M", 0, 256, &cb->quant_small_max_m, err)) ||
+        (s = env_int("FK_DEQUANT_SCRATCH_MB", 1, 65536, &scratch_mb, err)) ||
         (s = env_int("FK_PDL", 0, 1, &pdl, err)) || (s = env_int("FK_PREFILL_HOPPER", 0, 1, &hopper, err)))
         return s;
+    cb->dequant_cap = (size_t)scratch_mb << 20;
     CUDA_OK(k_pdl_configure(pdl, &enabled), "programmatic dependent launch");
     CUDA_OK(k_attention_prefill_tile_rows(hopper, &cb->prefill_tile_rows), "prefill kernel choice");
     return FK_OK;

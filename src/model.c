@@ -7,15 +7,28 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "error.h"
+#include "quant.h"
 
 /* Logit rows the model-level workspace holds: at most this many bytes of float32 logits. */
 #define LOGITS_BUDGET_BYTES (64u << 20)
 
 fk_model_params fk_model_params_default(void)
 {
-    return (fk_model_params){.device = FK_DEVICE_AUTO, .n_threads = 0, .prefill_chunk = 512, .kv_block_size = 16};
+    return (fk_model_params){.device = FK_DEVICE_AUTO, .n_threads = 0, .prefill_chunk = 512, .kv_block_size = 16,
+                             .quantization = FK_QUANT_NONE};
+}
+
+const char *fk_quantization_name(fk_quantization q)
+{
+    switch (q) {
+    case FK_QUANT_NONE: return "none";
+    case FK_QUANT_INT8: return "int8";
+    case FK_QUANT_INT4: return "int4";
+    }
+    return "?";
 }
 
 static fk_status check_params(const fk_model_params *p, fk_error *err)
@@ -30,6 +43,8 @@ static fk_status check_params(const fk_model_params *p, fk_error *err)
     if (p->kv_block_size < 1 || p->kv_block_size > 1024)
         return fk_error_set(err, FK_ERR_INVALID_ARGUMENT, "kv_block_size must be in [1, 1024], got %d",
                             p->kv_block_size);
+    if (p->quantization != FK_QUANT_NONE && p->quantization != FK_QUANT_INT8 && p->quantization != FK_QUANT_INT4)
+        return fk_error_set(err, FK_ERR_INVALID_ARGUMENT, "unknown quantization %d", (int)p->quantization);
     return FK_OK;
 }
 
@@ -63,16 +78,50 @@ static fk_status load_tokenizer(const char *dir, fk_tokenizer **tok, fk_error *e
     return s;
 }
 
-/* On a GPU, the weights (in the backend's format) must fit in free memory: fail before uploading any. */
-static fk_status check_weights_fit(backend *be, const safetensors *st, fk_error *err)
+static bool ends_with(const char *s, const char *suffix)
+{
+    const size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+/* The format a checkpoint tensor will be stored in: the head's, none for the embeddings and every other tensor
+ * that is not 2-D, the blocks' for the rest (their linears). */
+static fk_quantization stored_format(const st_tensor *t, const fk_model_params *p)
+{
+    if (t->ndim != 2 || ends_with(t->name, "embed_tokens.weight") || ends_with(t->name, "wte.weight") ||
+        ends_with(t->name, "wpe.weight"))
+        return FK_QUANT_NONE;
+    if (ends_with(t->name, "lm_head.weight"))
+        return p->quantize_lm_head ? p->quantization : FK_QUANT_NONE;
+    return p->quantization;
+}
+
+/* The bytes a [rows][cols] tensor takes on the backend in format f. */
+static double stored_bytes(const backend *be, fk_quantization f, int64_t rows, int64_t cols)
+{
+    if (f == FK_QUANT_NONE)
+        return (double)rows * cols * be->ops->act_size;
+    return (double)quant_data_bytes(f, (int)rows, (int)cols) + (double)quant_scale_bytes(f, (int)rows, (int)cols);
+}
+
+/* On a GPU, the weights (in the backend's format, quantized as p asks) must fit in free memory: fail before
+ * uploading any. GPT-2's Conv1D weights are counted as stored, [in][out], which changes only INT8's count of
+ * scales; a tied head that is quantized adds a quantized copy of the embedding. */
+static fk_status check_weights_fit(backend *be, const safetensors *st, const model_config *c,
+                                   const fk_model_params *p, fk_error *err)
 {
     size_t free_bytes, total;
     fk_status s = be->ops->memory_info(be, &free_bytes, &total, err);
     if (s || !total)
         return s;
-    double need = 0;
-    for (int i = 0; i < safetensors_count(st); i++)
-        need += (double)safetensors_at(st, i)->numel * be->ops->act_size;
+    double need = c->tie_embeddings && p->quantize_lm_head && p->quantization != FK_QUANT_NONE
+                      ? stored_bytes(be, p->quantization, c->vocab_size, c->hidden_size)
+                      : 0;
+    for (int i = 0; i < safetensors_count(st); i++) {
+        const st_tensor *t = safetensors_at(st, i);
+        need += t->ndim == 2 ? stored_bytes(be, stored_format(t, p), t->shape[0], t->shape[1])
+                             : (double)t->numel * be->ops->act_size;
+    }
     const double gib = 1073741824.0;
     if (need > (double)free_bytes)
         return fk_error_set(err, FK_ERR_OUT_OF_MEMORY,
@@ -107,8 +156,16 @@ void fk_model_free(fk_model *m)
     free(m);
 }
 
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 fk_status fk_model_load(const char *dir, const fk_model_params *params, fk_model **out, fk_error *err)
 {
+    const double t0 = now_s();
     *out = NULL;
     fk_model_params p = params ? *params : fk_model_params_default();
     fk_status s = check_params(&p, err);
@@ -123,12 +180,12 @@ fk_status fk_model_load(const char *dir, const fk_model_params *params, fk_model
     safetensors *st = NULL;
     if ((s = model_config_load(dir, &m->cfg, err)) || (s = load_tokenizer(dir, &m->tok, err)) ||
         (s = safetensors_open_dir(dir, &st, err)) || (s = create_backend(&p, &m->be, err)) ||
-        (s = check_weights_fit(m->be, st, err)))
+        (s = check_weights_fit(m->be, st, &m->cfg, &p, err)))
         goto fail;
     if ((s = check_head_dim(m->be, m->cfg.head_dim, dir, err)))
         goto fail;
-    s = m->cfg.arch == ARCH_GPT2 ? model_gpt2_load(&m->cfg, st, m->be, &m->w, err)
-                                 : model_llama_load(&m->cfg, st, m->be, &m->w, err);
+    s = m->cfg.arch == ARCH_GPT2 ? model_gpt2_load(&m->cfg, st, m->be, &p, &m->w, err)
+                                 : model_llama_load(&m->cfg, st, m->be, &p, &m->w, err);
     if (s)
         goto fail;
     safetensors_close(st);
@@ -141,6 +198,7 @@ fk_status fk_model_load(const char *dir, const fk_model_params *params, fk_model
     int max_blocks = (c->max_context + p.kv_block_size - 1) / p.kv_block_size;
     if ((s = forward_ws_create(m, max_tokens, 1, max_blocks, max_logits, false, false, &m->ws, err)))
         goto fail;
+    m->load_s = now_s() - t0;
     *out = m;
     return FK_OK;
 fail:
@@ -164,6 +222,11 @@ fk_model_info fk_model_get_info(const fk_model *m)
         .max_context = c->max_context,
         .bos_id = c->bos_id,
         .n_eos = c->n_eos,
+        .quantization = m->params.quantization,
+        .quantize_lm_head = m->params.quantize_lm_head,
+        .weight_bytes = m->be->weight_bytes,
+        .kv_bytes_per_token = kv_cache_block_bytes(m->be, c->n_layers, 1, c->n_kv_heads, c->head_dim),
+        .load_s = m->load_s,
     };
     for (int i = 0; i < c->n_eos; i++)
         info.eos_ids[i] = c->eos_ids[i];

@@ -53,6 +53,7 @@ struct fk_model {
     fk_model_params params;
     forward_ws *ws; /* for the model-level API: one sequence, prefill_chunk tokens */
     fk_tokenizer *tok; /* DIR/tokenizer.json, or NULL when the directory has none */
+    double load_s;     /* how long fk_model_load took */
 };
 
 fk_status forward_ws_create(const fk_model *m, int max_tokens, int max_seqs, int max_blocks, int max_logits,

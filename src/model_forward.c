@@ -138,12 +138,12 @@ static fk_status mlp(fk_model *m, forward_ws *ws, const layer_weights *l, int n,
     if ((s = mark(m, ws, FK_OP_LINEAR, err)))
         return s;
     if (c->arch != ARCH_GPT2)
-        s = be->ops->linear_silu_mul(be, ws->mlp_act, ws->mlp_in, ws->normed, l->up_w, l->up_b, n, d, f, err);
+        s = be->ops->linear_silu_mul(be, ws->mlp_act, ws->mlp_in, ws->normed, &l->up_w, l->up_b, n, d, f, err);
     else
-        s = be->ops->linear_gelu(be, ws->mlp_act, ws->normed, l->up_w, l->up_b, n, d, f, err);
+        s = be->ops->linear_gelu(be, ws->mlp_act, ws->normed, &l->up_w, l->up_b, n, d, f, err);
     if (s || (s = mark(m, ws, FK_OP_LINEAR, err)))
         return s;
-    return be->ops->linear(be, ws->proj, ws->mlp_act, l->down_w, l->down_b, n, f, d, err);
+    return be->ops->linear(be, ws->proj, ws->mlp_act, &l->down_w, l->down_b, n, f, d, err);
 }
 
 static float attention_scale(const model_config *c, int layer)
@@ -194,14 +194,14 @@ static fk_status run_layers(fk_model *m, forward_ws *ws, const kv_cache *kv, con
         const layer_weights *l = &w->layers[i];
         if ((s = add_norm(m, ws, ws->normed, ws->residual, sublayer_out, l->norm1_w, l->norm1_b, n, err)) ||
             (s = mark(m, ws, FK_OP_LINEAR, err)) ||
-            (s = be->ops->linear(be, ws->qkv, ws->normed, l->qkv_w, l->qkv_b, n, d, qkv_dim, err)) ||
+            (s = be->ops->linear(be, ws->qkv, ws->normed, &l->qkv_w, l->qkv_b, n, d, qkv_dim, err)) ||
             (s = mark(m, ws, FK_OP_OTHER, err)) ||
             (s = be->ops->rope_store_kv(be, ws->qkv, ws->positions, w->rope_inv_freq, ws->slots, &kv->layers[i], n,
                                         H, err)) ||
             (s = mark(m, ws, FK_OP_ATTENTION, err)) ||
             (s = be->ops->attention(be, ws->attn, ws->qkv, &kv->layers[i], ab, H, attention_scale(c, i), err)) ||
             (s = mark(m, ws, FK_OP_LINEAR, err)) ||
-            (s = be->ops->linear(be, ws->proj, ws->attn, l->o_w, l->o_b, n, H * D, d, err)) ||
+            (s = be->ops->linear(be, ws->proj, ws->attn, &l->o_w, l->o_b, n, H * D, d, err)) ||
             (s = add_norm(m, ws, ws->normed, ws->residual, ws->proj, l->norm2_w, l->norm2_b, n, err)) ||
             (s = mlp(m, ws, l, n, err)))
             return fk_error_prefix(err, s, "layer %d: ", i);
@@ -219,7 +219,7 @@ static fk_status run_layers(fk_model *m, forward_ws *ws, const kv_cache *kv, con
         rows = ws->last_normed;
     }
     if ((s = mark(m, ws, FK_OP_LINEAR, err)) ||
-        (s = be->ops->linear(be, ws->logits, rows, w->lm_head, NULL, b->n_logits, d, c->vocab_size, err)))
+        (s = be->ops->linear(be, ws->logits, rows, &w->lm_head, NULL, b->n_logits, d, c->vocab_size, err)))
         return s;
     return mark(m, ws, FK_OP_CLASSES, err);
 }

@@ -10,7 +10,8 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: flashkernel bench-engine [--model DIR] --requests N --prompt-len P --max-tokens M\n"
             "                                [--shared-prefix K] [--warmup W] [--seed S] [--profile] [engine options]\n"
-            "                                [--device cpu|cuda|auto] [--threads N]\n"
+            "                                [--device cpu|cuda|auto] [--threads N] [--quantization none|int8|int4]\n"
+            "                                [--quantize-lm-head]\n"
             "\n"
             "Submits N requests of P random token ids (the first K the same in all) at once, generates M tokens\n"
             "each (greedy, end-of-sequence ignored) and prints requests, steps, tokens/s and the prefix-cache hit\n"
@@ -20,9 +21,9 @@ static void usage(FILE *f)
             "CPU) and prints, for decode steps and for steps with prefill chunks, the time per step of each op class\n"
             "(linears, attention, norms, sampling, other kernels) and of the host (the rest of the step's wall\n"
             "time), with their shares. Profiling adds a little time to every op.\n"
-            "%s"
+            "%s%s"
             "Exit status: 0 ok, 1 model or runtime error, 2 bad usage.\n",
-            cli_engine_usage);
+            cli_engine_usage, cli_model_usage);
 }
 
 static uint64_t next_random(uint64_t *s)
@@ -54,7 +55,7 @@ static void print_profile(const char *kind, const fk_step_profile *p)
 
 int cmd_bench_engine(int argc, char **argv)
 {
-    static struct option options[11 + CLI_ENGINE_OPTION_COUNT + 1] = {
+    static struct option options[11 + CLI_ENGINE_OPTION_COUNT + CLI_MODEL_OPTION_COUNT + 1] = {
         {"model", required_argument, 0, OPT_MODEL},        {"requests", required_argument, 0, OPT_REQUESTS},
         {"prompt-len", required_argument, 0, OPT_PROMPT_LEN}, {"max-tokens", required_argument, 0, OPT_MAX_TOKENS},
         {"shared-prefix", required_argument, 0, OPT_SHARED}, {"seed", required_argument, 0, OPT_SEED},
@@ -64,6 +65,8 @@ int cmd_bench_engine(int argc, char **argv)
     };
     for (int i = 0; i < CLI_ENGINE_OPTION_COUNT; i++)
         options[11 + i] = cli_engine_options[i];
+    for (int i = 0; i < CLI_MODEL_OPTION_COUNT; i++)
+        options[11 + CLI_ENGINE_OPTION_COUNT + i] = cli_model_options[i];
     const char *model_dir = cli_default_model();
     int n_requests = 0, prompt_len = 0, max_tokens = 0, shared = 0, warmup = 1, opt;
     uint64_t seed = 1;
@@ -84,7 +87,9 @@ int cmd_bench_engine(int argc, char **argv)
         case OPT_THREADS: ok = cli_parse_int("--threads", optarg, 1, 4096, &mp.n_threads); break;
         case OPT_PROFILE: ep.profile = true; break;
         case OPT_HELP: usage(stdout); return EXIT_OK;
-        default: ok = opt >= CLI_ENGINE_OPTION_BASE && cli_engine_option(opt, optarg, &ep);
+        default:
+            ok = opt >= CLI_MODEL_OPTION_BASE ? cli_model_option(opt, optarg, &mp)
+                                              : opt >= CLI_ENGINE_OPTION_BASE && cli_engine_option(opt, optarg, &ep);
         }
         if (!ok) {
             usage(stderr);
@@ -159,7 +164,10 @@ int cmd_bench_engine(int argc, char **argv)
     st.steps -= before.steps, st.prompt_tokens -= before.prompt_tokens;
     st.generation_tokens -= before.generation_tokens, st.preemptions -= before.preemptions;
     st.prefix_hit_tokens -= before.prefix_hit_tokens, st.prefix_query_tokens -= before.prefix_query_tokens;
+    char weights[128];
+    cli_describe_weights(m, weights, sizeof weights);
     printf("device            %s\n", fk_model_get_info(m).device);
+    printf("weights           %s\n", weights);
     printf("requests          %d\n", n_requests);
     printf("steps             %llu\n", (unsigned long long)st.steps);
     printf("prompt tokens     %llu\n", (unsigned long long)st.prompt_tokens);

@@ -17,7 +17,8 @@ static void usage(FILE *f)
             "usage: flashkernel generate [--model DIR] (--prompt-ids 1,2,3 | --prompt TEXT | --batch FILE)\n"
             "                            [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--min-p P]\n"
             "                            [--seed S] [--stop STR]... [--ignore-eos] [--json] [engine options]\n"
-            "                            [--device cpu|cuda|auto] [--threads N]\n"
+            "                            [--device cpu|cuda|auto] [--threads N] [--quantization none|int8|int4]\n"
+            "                            [--quantize-lm-head]\n"
             "\n"
             "Generates after a prompt and prints the text (or the ids, for a model without a tokenizer).\n"
             "  --model DIR         Hugging Face model directory (default: the bundled demo model,\n"
@@ -41,8 +42,9 @@ static void usage(FILE *f)
             "%s"
             "  --device D          cpu, cuda or auto (default auto)\n"
             "  --threads N         CPU threads (default: one per core)\n"
+            "%s"
             "Exit status: 0 ok, 1 model, input or runtime error, 2 bad usage.\n",
-            cli_engine_usage);
+            cli_engine_usage, cli_model_usage);
 }
 
 /* One request's result, filled by the token callback. */
@@ -355,7 +357,7 @@ enum {
 
 int cmd_generate(int argc, char **argv)
 {
-    static struct option options[16 + CLI_ENGINE_OPTION_COUNT + 1] = {
+    static struct option options[16 + CLI_ENGINE_OPTION_COUNT + CLI_MODEL_OPTION_COUNT + 1] = {
         {"model", required_argument, 0, OPT_MODEL},          {"prompt-ids", required_argument, 0, OPT_PROMPT_IDS},
         {"prompt", required_argument, 0, OPT_PROMPT},        {"batch", required_argument, 0, OPT_BATCH},
         {"max-tokens", required_argument, 0, OPT_MAX_TOKENS}, {"temperature", required_argument, 0, OPT_TEMPERATURE},
@@ -367,6 +369,8 @@ int cmd_generate(int argc, char **argv)
     };
     for (int i = 0; i < CLI_ENGINE_OPTION_COUNT; i++)
         options[16 + i] = cli_engine_options[i];
+    for (int i = 0; i < CLI_MODEL_OPTION_COUNT; i++)
+        options[16 + CLI_ENGINE_OPTION_COUNT + i] = cli_model_options[i];
 
     const char *model_dir = cli_default_model(), *text = NULL, *batch_path = NULL;
     const char *stops[FK_MAX_STOP];
@@ -407,7 +411,9 @@ int cmd_generate(int argc, char **argv)
         case OPT_DEVICE: ok = cli_parse_device(optarg, &mp.device); break;
         case OPT_THREADS: ok = cli_parse_int("--threads", optarg, 1, 4096, &mp.n_threads); break;
         case OPT_HELP: usage(stdout); free(ids); return EXIT_OK;
-        default: ok = opt >= CLI_ENGINE_OPTION_BASE && cli_engine_option(opt, optarg, &ep);
+        default:
+            ok = opt >= CLI_MODEL_OPTION_BASE ? cli_model_option(opt, optarg, &mp)
+                                              : opt >= CLI_ENGINE_OPTION_BASE && cli_engine_option(opt, optarg, &ep);
         }
         if (!ok)
             goto usage_error;
@@ -422,7 +428,6 @@ int cmd_generate(int argc, char **argv)
         goto usage_error;
     }
 
-    double t0 = cli_now();
     fk_model *m = cli_load_model(model_dir, &mp);
     fk_engine *e = m ? cli_create_engine(m, &ep) : NULL;
     int rc = EXIT_RUNTIME;
@@ -452,8 +457,10 @@ int cmd_generate(int argc, char **argv)
                     printf("%s%d", i ? " " : "", out.ids[i]);
             printf("\nfinish_reason: %s\n", fk_finish_reason_name(out.finish));
         }
-        fprintf(stderr, "[%s] loaded in %.2f s; %d prompt + %d generated tokens in %.2f s (%.1f tokens/s)\n",
-                fk_model_get_info(m).device, t1 - t0, n_ids, out.n, t2 - t1, out.n / (t2 - t1));
+        char weights[128];
+        cli_describe_weights(m, weights, sizeof weights);
+        fprintf(stderr, "[%s, %s] %d prompt + %d generated tokens in %.2f s (%.1f tokens/s)\n",
+                fk_model_get_info(m).device, weights, n_ids, out.n, t2 - t1, out.n / (t2 - t1));
         rc = EXIT_OK;
     }
     free(out.ids);

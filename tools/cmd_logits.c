@@ -11,7 +11,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: flashkernel logits [--model DIR] --prompt-ids 1,2,3 --out FILE [--device cpu|cuda|auto]\n"
-            "                          [--threads N]\n"
+            "                          [--threads N] [--quantization none|int8|int4] [--quantize-lm-head]\n"
             "\n"
             "Writes the logits of the last prompt position to FILE: vocab_size float32 values, little-endian.\n"
             "  --model DIR         Hugging Face model directory (default: the bundled demo model)\n"
@@ -19,7 +19,9 @@ static void usage(FILE *f)
             "  --out FILE          output file\n"
             "  --device D          cpu, cuda or auto (default auto)\n"
             "  --threads N         CPU threads (default: one per core)\n"
-            "Exit status: 0 ok, 1 model or runtime error, 2 bad usage.\n");
+            "%s"
+            "Exit status: 0 ok, 1 model or runtime error, 2 bad usage.\n",
+            cli_model_usage);
 }
 
 /* Writes n floats as little-endian float32. */
@@ -38,12 +40,13 @@ static bool write_f32_le(FILE *f, const float *v, size_t n)
 
 int cmd_logits(int argc, char **argv)
 {
-    static const struct option options[] = {
+    static struct option options[6 + CLI_MODEL_OPTION_COUNT + 1] = {
         {"model", required_argument, 0, 'm'},  {"prompt-ids", required_argument, 0, 'p'},
         {"out", required_argument, 0, 'o'},    {"device", required_argument, 0, 'd'},
         {"threads", required_argument, 0, 'j'}, {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0},
     };
+    for (int i = 0; i < CLI_MODEL_OPTION_COUNT; i++)
+        options[6 + i] = cli_model_options[i];
     const char *model_dir = cli_default_model(), *out_path = NULL;
     int32_t *prompt = NULL;
     int n_prompt = 0, opt;
@@ -62,7 +65,7 @@ int cmd_logits(int argc, char **argv)
         case 'd': ok = cli_parse_device(optarg, &mp.device); break;
         case 'j': ok = cli_parse_int("--threads", optarg, 1, 4096, &mp.n_threads); break;
         case 'h': usage(stdout); free(prompt); return EXIT_OK;
-        default: ok = false;
+        default: ok = opt >= CLI_MODEL_OPTION_BASE && cli_model_option(opt, optarg, &mp);
         }
         if (!ok)
             goto usage_error;

@@ -25,6 +25,7 @@ typedef struct preset {
 static const preset presets[] = {
     {"llama-3.2-1b", "llama", 128256, 2048, 8192, 16, 32, 8, 131072, 500000.0, true, true},
     {"llama-2-7b", "llama", 32000, 4096, 11008, 32, 32, 32, 4096, 10000.0, false, false},
+    {"llama-3-8b", "llama", 128256, 4096, 14336, 32, 32, 8, 8192, 500000.0, false, false},
     {"gpt2-124m", "gpt2", 50257, 768, 3072, 12, 12, 12, 1024, 0, false, true},
 };
 
@@ -33,7 +34,8 @@ static void usage(FILE *f)
     fprintf(f, "usage: flashkernel make-model --arch llama|gpt2 --preset NAME [--dtype f16|bf16] [--seed S] --out DIR\n"
                "\n"
                "Writes a Hugging Face model directory of a real model's shapes with random weights and a byte-level\n"
-               "tokenizer.json. Presets: llama-3.2-1b, llama-2-7b (--arch llama), gpt2-124m (--arch gpt2).\n"
+               "tokenizer.json. Presets: llama-3.2-1b, llama-2-7b, llama-3-8b (--arch llama), gpt2-124m\n"
+               "(--arch gpt2).\n"
                "Exit status: 0 ok, 1 write error, 2 bad usage.\n");
 }
 

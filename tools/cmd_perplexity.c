@@ -15,6 +15,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: flashkernel perplexity [--model DIR] --file F [--ctx 512] [--device cpu|cuda|auto] [--threads N]\n"
+            "                              [--quantization none|int8|int4] [--quantize-lm-head]\n"
             "\n"
             "Prints the perplexity of the model on the text of F, the tokens scored, and tokens/s.\n"
             "The text is tokenized without special tokens and scored in chunks of ctx - 1 tokens, each after BOS.\n"
@@ -24,7 +25,9 @@ static void usage(FILE *f)
             "  --ctx N         tokens per forward pass, BOS included (default 512; at most the model's context)\n"
             "  --device D      cpu, cuda or auto (default auto)\n"
             "  --threads N     CPU threads (default: one per core)\n"
-            "Exit status: 0 ok, 1 model or runtime error, 2 bad usage.\n");
+            "%s"
+            "Exit status: 0 ok, 1 model or runtime error, 2 bad usage.\n",
+            cli_model_usage);
 }
 
 /* -log softmax(row)[target], in double. */
@@ -74,12 +77,13 @@ static int score(fk_model *m, const int32_t *ids, int n, int ctx, double *total_
 
 int cmd_perplexity(int argc, char **argv)
 {
-    static const struct option options[] = {
+    static struct option options[6 + CLI_MODEL_OPTION_COUNT + 1] = {
         {"model", required_argument, 0, 'm'},  {"file", required_argument, 0, 'f'},
         {"ctx", required_argument, 0, 'c'},    {"device", required_argument, 0, 'd'},
         {"threads", required_argument, 0, 'j'}, {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0},
     };
+    for (int i = 0; i < CLI_MODEL_OPTION_COUNT; i++)
+        options[6 + i] = cli_model_options[i];
     const char *model_dir = cli_default_model(), *file = NULL;
     int ctx = 512, opt;
     fk_model_params mp = fk_model_params_default();
@@ -93,7 +97,7 @@ int cmd_perplexity(int argc, char **argv)
         case 'd': ok = cli_parse_device(optarg, &mp.device); break;
         case 'j': ok = cli_parse_int("--threads", optarg, 1, 4096, &mp.n_threads); break;
         case 'h': usage(stdout); return EXIT_OK;
-        default: ok = false;
+        default: ok = opt >= CLI_MODEL_OPTION_BASE && cli_model_option(opt, optarg, &mp);
         }
         if (!ok) {
             usage(stderr);
@@ -138,8 +142,10 @@ int cmd_perplexity(int argc, char **argv)
             printf("ppl: %.6f\n", exp(total / n));
             printf("tokens: %d\n", n);
             printf("tokens/s: %.1f\n", n / seconds);
-            fprintf(stderr, "[%s] nll/token %.9f, %d chunks of up to %d tokens, %.2f s\n", info.device, total / n,
-                    (n + ctx - 2) / (ctx - 1), ctx, seconds);
+            char weights[128];
+            cli_describe_weights(m, weights, sizeof weights);
+            fprintf(stderr, "[%s, %s] nll/token %.9f, %d chunks of up to %d tokens, %.2f s\n", info.device, weights,
+                    total / n, (n + ctx - 2) / (ctx - 1), ctx, seconds);
         }
     }
     fk_free(ids);

@@ -1,7 +1,9 @@
 // bench_linear.cu — the small-batch linear (k_linear_small, version 0, linked) against cuBLAS (cublasGemmEx as
 // backend_cuda.c calls it) on the linears of GPT-2 124M, Llama-3.2-1B (with bench-1b's 50,257-token head) and
 // Llama-3-8B, at m = 1 .. 16 tokens, with the epilogue each layer uses (bias, GELU, SiLU·mul). Bytes counted: W
-// once, plus x and y. Each variant is recorded 32 times into a CUDA graph cycling through copies of W that together
+// once, plus x and y. Then the quantized small-batch linear (k_linear_quant, INT8 and INT4) on the same shapes at
+// m = 1, 4, 8, 16, bytes counted: the packed weights and their scales once, plus x and y, beside the fp16 times.
+// Each variant is recorded 32 times into a CUDA graph cycling through copies of W that together
 // exceed the L2 cache (so every call reads W from DRAM, as a decode step does), with programmatic dependent launch
 // between our calls as the model's decode graphs have it; median of 15 replays / 32. The copy bandwidth (bytes read +
 // written by a 2 GiB device-to-device copy) is the ceiling the targets are stated against.
@@ -9,6 +11,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <utility>
 #include <vector>
 
 #include <cublas_v2.h>
@@ -53,6 +57,59 @@ static __half *random_halves(size_t n, unsigned seed)
     fill_random<<<1024, 256>>>(p, n, seed);
     CHECK(cudaGetLastError());
     return p;
+}
+
+// Random packed values (any bytes are valid codes).
+static __global__ void fill_bytes(uint8_t *p, size_t n, unsigned seed)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        unsigned x = (unsigned)i * 2654435761u ^ seed;
+        x ^= x >> 13, x *= 0x5bd1e995u, x ^= x >> 15;
+        p[i] = (uint8_t)x;
+    }
+}
+
+// Scales of a quantized weight: INT8 n_scales fp16 scales; INT4 (scale, zero) pairs, zeros 0..15.
+static __global__ void fill_scales(__half *p, size_t n_scales, bool pairs)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n_scales; i += (size_t)gridDim.x * blockDim.x)
+        if (pairs)
+            p[2 * i] = __float2half(1e-3f * (1 + i % 7)), p[2 * i + 1] = __float2half((float)(i % 16));
+        else
+            p[i] = __float2half(1e-4f * (1 + i % 7));
+}
+
+// A quantized weight of rows x k in device memory, src/quant.h's layout: INT8 a byte per weight and an fp16 scale
+// per row, INT4 half a byte per weight and an fp16 (scale, zero) pair per row and 128 inputs.
+struct qweight_dev {
+    uint8_t *data;
+    __half *scales;
+};
+
+static size_t data_bytes(int format, int rows, int k)
+{
+    return format == K_QUANT_INT4 ? (size_t)rows * k / 2 : (size_t)rows * k;
+}
+
+static size_t n_scales(int format, int rows, int k)
+{
+    return format == K_QUANT_INT4 ? (size_t)rows * (k / 128) : (size_t)rows;
+}
+
+static size_t packed_bytes(int format, int rows, int k)
+{
+    return data_bytes(format, rows, k) + n_scales(format, rows, k) * (format == K_QUANT_INT4 ? 4 : 2);
+}
+
+static qweight_dev random_quantized(int format, int rows, int k, unsigned seed)
+{
+    qweight_dev q;
+    CHECK(cudaMalloc(&q.data, data_bytes(format, rows, k)));
+    CHECK(cudaMalloc(&q.scales, packed_bytes(format, rows, k) - data_bytes(format, rows, k)));
+    fill_bytes<<<1024, 256>>>(q.data, data_bytes(format, rows, k), seed);
+    fill_scales<<<256, 256>>>(q.scales, n_scales(format, rows, k), format == K_QUANT_INT4);
+    CHECK(cudaGetLastError());
+    return q;
 }
 
 // Median microseconds per call of `record(stream, i)` for i = 0 .. CALLS - 1, recorded into a graph.
@@ -144,6 +201,7 @@ int main(int argc, char **argv)
         {"llama-3-8b", "down", 14336, 4096, K_LINEAR_PLAIN, false},
     };
     const int ms[] = {1, 2, 4, 8, 12, 16};
+    std::map<std::pair<int, int>, double> fp16_us, cublas_us; // (shape, m): for the quantized table
     cudaStream_t stream;
     CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     cublasHandle_t blas;
@@ -167,6 +225,7 @@ int main(int argc, char **argv)
         snprintf(name, sizeof name, "%s %s", sh.model, sh.layer);
         if (only && !strstr(name, only))
             continue;
+        const int shape_i = (int)(&sh - shapes);
         const int rows = sh.epilogue == K_LINEAR_SILU_MUL ? 2 * sh.n : sh.n;
         const size_t w_elems = (size_t)rows * sh.k;
         const int copies = std::max(2, (int)(256e6 / (w_elems * 2.0)) + 1);
@@ -191,6 +250,7 @@ int main(int argc, char **argv)
             });
             const double bytes = w_elems * 2.0 + (double)m * sh.k * 2 + (double)m * sh.n * 2;
             const double g_ours = bytes / (ours * 1e-6) / 1e9, g_blas = bytes / (blas_us * 1e-6) / 1e9;
+            fp16_us[{shape_i, m}] = ours, cublas_us[{shape_i, m}] = blas_us;
             if (!*variant)
                 printf("%-14s %-20s %6d %6d %3d | %9.2f %8.0f %5.1f%% | %9.2f %8.0f %5.1f%% | %.2fx (splits %d)\n",
                        sh.model, sh.layer, sh.k, rows, m, ours, g_ours, 100 * g_ours / copy, blas_us, g_blas,
@@ -204,6 +264,55 @@ int main(int argc, char **argv)
         CHECK(cudaFree(bias));
         CHECK(cudaFree(y));
         CHECK(cudaFree(tmp));
+    }
+
+    // The quantized small-batch linear on the same shapes: time, bandwidth of the bytes it reads (packed weights and
+    // scales, x) and writes (y), and the fp16 kernel's and cuBLAS's times from above on the same shape and m.
+    if (!*variant)
+        printf("\n%-14s %-20s %4s %6s %6s %3s | %9s %8s %6s | %9s %9s | %s\n", "model", "layer", "fmt", "k", "n", "m",
+               "ours us", "GB/s", "%copy", "fp16 us", "cuBLAS us", "vs fp16 ours");
+    const int qms[] = {1, 4, 8, 16};
+    for (const shape &sh : shapes) {
+        char name[96];
+        snprintf(name, sizeof name, "%s %s", sh.model, sh.layer);
+        if (only && !strstr(name, only))
+            continue;
+        const int shape_i = (int)(&sh - shapes), rows = sh.epilogue == K_LINEAR_SILU_MUL ? 2 * sh.n : sh.n;
+        __half *x = random_halves((size_t)16 * sh.k, 3), *bias = random_halves(rows, 4), *y;
+        CHECK(cudaMalloc(&y, (size_t)16 * rows * sizeof(__half)));
+        for (int format : {K_QUANT_INT8, K_QUANT_INT4}) {
+            const char *fmt = format == K_QUANT_INT8 ? "int8" : "int4";
+            const double w_bytes = (double)packed_bytes(format, rows, sh.k);
+            const int copies = std::max(2, (int)(256e6 / w_bytes) + 1);
+            std::vector<qweight_dev> w;
+            for (int c = 0; c < copies; c++)
+                w.push_back(random_quantized(format, rows, sh.k, 10 + c));
+            for (int m : qms) {
+                const int splits = k_linear_quant_splits(format, m, sh.k, sh.n, sh.epilogue, prop.multiProcessorCount);
+                const double ours = us_per_call(stream, [&](int i) {
+                    const qweight_dev &q = w[i % copies];
+                    CHECK(k_linear_quant(y, x, q.data, q.scales, sh.bias ? bias : nullptr, format, m, sh.k, sh.n,
+                                         sh.epilogue, splits, partials, counters, stream));
+                });
+                const double bytes = w_bytes + (double)m * sh.k * 2 + (double)m * sh.n * 2;
+                const double gbs = bytes / (ours * 1e-6) / 1e9;
+                const double f16 = fp16_us[{shape_i, m}], blas = cublas_us[{shape_i, m}]; // 0 where not timed
+                if (!*variant)
+                    printf("%-14s %-20s %4s %6d %6d %3d | %9.2f %8.0f %5.1f%% | %9.2f %9.2f | %.2fx (splits %d)\n",
+                           sh.model, sh.layer, fmt, sh.k, rows, m, ours, gbs, 100 * gbs / copy, f16, blas, f16 / ours,
+                           splits);
+                printf("RESULT linear_quant%s %s %s %s m=%d: %.2f us %.1f%% of copy; fp16 ours %.2f us, cublas %.2f "
+                       "us\n",
+                       variant, fmt, sh.model, sh.layer, m, ours, 100 * gbs / copy, f16, blas);
+            }
+            for (const qweight_dev &q : w) {
+                CHECK(cudaFree(q.data));
+                CHECK(cudaFree(q.scales));
+            }
+        }
+        CHECK(cudaFree(x));
+        CHECK(cudaFree(bias));
+        CHECK(cudaFree(y));
     }
     return 0;
 }

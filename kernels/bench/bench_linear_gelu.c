@@ -44,11 +44,12 @@ static double time_us(backend *be, variant v, void *y, const void *x, const void
 {
     fk_error err = {0};
     void *graph;
+    const qweight qw = {.format = FK_QUANT_NONE, .rows = out, .cols = in, .data = (void *)w};
     for (int i = 0; i <= CALLS_PER_GRAPH; i++) { /* once uncaptured: cuBLAS's and cuBLASLt's first-call setup */
         if (i == 1)
             check(be->ops->capture_begin(be, &err), &err);
-        check(v == GEMM_ONLY ? be->ops->linear(be, y, x, w, NULL, n, in, out, &err)
-                             : be->ops->linear_gelu(be, y, x, w, bias, n, in, out, &err),
+        check(v == GEMM_ONLY ? be->ops->linear(be, y, x, &qw, NULL, n, in, out, &err)
+                             : be->ops->linear_gelu(be, y, x, &qw, bias, n, in, out, &err),
               &err);
     }
     check(be->ops->capture_end(be, &graph, &err), &err);

@@ -2,14 +2,19 @@
 # run-on-device.sh — the GPU suite and benchmarks on a GPU host with no package access (nvcc, cuBLAS, meson and
 # ninja there; Debian .deb files carried in .deps by `deploy/offline-deps.sh download .deps`, and ../shared/peers
 # copied to .peers for the peer steps).
-#   tests/gpu/run-on-device.sh [test] [sanitize] [bench] [profile] [server] [serving] [llamacpp-start] [llamacpp]
-#   (default: test sanitize bench server)
+#   tests/gpu/run-on-device.sh [test] [sanitize] [bench] [quant] [profile] [server] [serving] [llamacpp-start]
+#                              [llamacpp]   (default: test sanitize bench server)
 #   test:     build natively (sm_90a) and as compute_75 PTX only (the T4 path, JIT-compiled by the driver) and run
 #             the gpu suite on both
 #   sanitize: compute-sanitizer memcheck (leak check), racecheck, initcheck and synccheck on the op tests
 #   bench:    kernels/bench (ours vs cuBLAS and the measured device ceilings; decode-kernel variants), PyTorch SDPA
 #             peers, and batch-1 greedy decode of bench-1b (.peers/make_bench_model.py: Llama-3.2-1B dims, GPT-2
 #             vocabulary) against transformers generate() and, when built, llama.cpp's llama-bench tg128
+#   quant:    the quantized linears: bench_linear's int8/int4 table (unless bench ran) and its build-time variants
+#             (qw8, qdeep, qshallow: one line each, their speed against the default's), bench_linear_quant
+#             (dequantize + cuBLAS and passes of the small kernel against fp16 cuBLAS at m = 32 .. 2048), batch-1
+#             greedy decode of bench-1b with --quantization none, int8, int4 (and int4 with the head), and
+#             server_check.py with int8 and int4 on the demo model and the 1B-shaped model
 #   profile:  flashkernel bench-engine --profile on bench-1b at batch 1, 16, 64 and 256, with this issue's kernels
 #             (default) and without them (FK_SMALL_LINEAR_MAX_M=0 FK_PDL=0 FK_PREFILL_HOPPER=0)
 #   server:   flashkernel-server --device cuda serving the demo model and the 1B-shaped model (server_check.py)
@@ -112,6 +117,42 @@ case " $steps " in *" bench "*)
         --max-tokens 128 --max-model-len 4096 >"$out/bench-1b.log" 2>&1
     note "flashkernel batch-1 greedy, bench-1b: $(grep -E 'output tokens/s' "$out/bench-1b.log") ($(grep -E 'elapsed' "$out/bench-1b.log"))"
     python3 kernels/bench/peers.py generate $bench1b 2>&1 | grep -E "PEER|Error" | tee -a "$summary" ;;
+esac
+
+case " $steps " in *" quant "*)
+    [ -x /tmp/fk-native/tools/flashkernel ] || build native sm_90a
+    b=/tmp/fk-native/kernels/bench
+    case " $steps " in *" bench "*) ;; *)
+        $b/bench_linear >"$out/bench-linear.log" 2>&1 || note "bench_linear: FAILED"
+        sed -n '/fmt/,$p' "$out/bench-linear.log" | grep -vE "^RESULT" | tee -a "$summary" ;;
+    esac
+    for v in qw8 qdeep qshallow; do # the geometric mean of default / variant time over the rows both have
+        $b/bench_linear_$v " (variant $v)" >"$out/bench-linear-$v.log" 2>&1 || note "bench_linear_$v: FAILED"
+        awk -v v=$v 'function key(l) { sub(/^RESULT linear_quant( \(variant [a-z0-9]*\))? /, "", l); return l }
+            function us(l) { sub(/^[^:]*: /, "", l); return l + 0 }
+            /^RESULT linear_quant / { k = key($0); sub(/:.*/, "", k); if (FNR == NR) d[k] = us($0); else if (k in d) { s += log(d[k] / us($0)); n++ } }
+            END { if (n) printf "bench_linear variant %s: %.3fx the default quantized kernel'"'"'s speed (geometric mean of %d rows)\n", v, exp(s / n), n }' \
+            "$out/bench-linear.log" "$out/bench-linear-$v.log" | tee -a "$summary"
+    done
+    $b/bench_linear_quant >"$out/bench-linear-quant.log" 2>&1 || note "bench_linear_quant: FAILED"
+    grep -vE "^RESULT" "$out/bench-linear-quant.log" | tee -a "$summary"
+    make_bench1b
+    for q in none int8 int4 "int4 --quantize-lm-head"; do
+        f=$(echo "$q" | tr ' ' '_')
+        # shellcheck disable=SC2086 # $q is the format and maybe a flag
+        /tmp/fk-native/tools/flashkernel bench-engine --model $bench1b --device cuda --quantization $q --requests 1 \
+            --prompt-len 128 --max-tokens 128 --max-model-len 4096 >"$out/bench-1b-$f.log" 2>&1
+        note "flashkernel batch-1 greedy, bench-1b, $q: $(grep -E 'output tokens/s' "$out/bench-1b-$f.log") ($(grep -E '^(elapsed|weights)' "$out/bench-1b-$f.log" | tr -s ' ' | tr '\n' ' '))"
+    done
+    [ -d /tmp/llama-1b ] || /tmp/fk-native/tools/flashkernel make-model --arch llama --preset llama-3.2-1b --dtype f16 --out /tmp/llama-1b >"$out/make-model.log" 2>&1 || note "make-model: FAILED"
+    for model in deploy/demo-model /tmp/llama-1b; do
+        for q in int8 int4; do
+            l="$out/server-$(basename $model)-$q.log"
+            python3 tests/gpu/server_check.py /tmp/fk-native/server/flashkernel-server /tmp/fk-native/tools/flashkernel $model cuda --quantization $q >"$l" 2>&1
+            note "$(grep -E '^(FAIL|server --device)' "$l" || echo "server_check $model $q: no result")"
+            grep -q "^FAIL" "$l" && tail -40 "$l"
+        done
+    done ;;
 esac
 
 case " $steps " in *" profile "*)

@@ -2,17 +2,18 @@
 """server_check.py — flashkernel-server on the GPU, end to end, for tests/gpu/run-on-device.sh (the GPU host has
 python3 but no curl/jq guarantee, so this uses only the standard library).
 
-  server_check.py SERVER CLI MODEL_DIR [DEVICE]
+  server_check.py SERVER CLI MODEL_DIR [DEVICE [FLAG...]]
 
-Runs `CLI generate` once, then starts `SERVER --device DEVICE (default cuda) --model MODEL_DIR --port 0`, waits for
-/health, and checks:
+Runs `CLI generate` once, then starts `SERVER --device DEVICE (default cuda) --model MODEL_DIR --port 0`, both with
+the FLAGs (model flags such as --quantization int4), waits for /health, and checks:
   - POST /generate (greedy) returns the tokens `CLI generate --device cuda` gives for the same prompt;
   - the same request streamed: the text deltas concatenate to the whole text, one event per token;
   - POST /v1/completions (temperature 0) gives the same text;
   - 16 concurrent /generate requests all succeed with their max_tokens (continuous batching on the GPU);
   - /metrics counts the generated tokens;
   - SIGTERM: exit status 0 within 10 s.
-Prints one summary line; exits non-zero on the first failure, with the server's log tail.
+Prints one summary line (with the weights and KV cache of the startup log); exits non-zero on the first failure, with
+the server's log tail.
 """
 import json
 import os
@@ -52,16 +53,18 @@ def get(base, path, timeout=30):
 def main():
     server, cli, model = sys.argv[1:4]
     device = sys.argv[4] if len(sys.argv) > 4 else "cuda"
+    flags = sys.argv[5:]
     name = os.path.basename(os.path.normpath(model))
     # The CLI's tokens first: a running server holds --gpu-memory-utilization of the GPU, as vLLM does.
-    ref = subprocess.run([cli, "generate", "--device", device, "--model", model, "--prompt", PROMPT, "--max-tokens",
-                          str(MAX_TOKENS), "--ignore-eos", "--json"], capture_output=True, text=True, timeout=300)
+    ref = subprocess.run([cli, "generate", "--device", device, *flags, "--model", model, "--prompt", PROMPT,
+                          "--max-tokens", str(MAX_TOKENS), "--ignore-eos", "--json"], capture_output=True, text=True,
+                         timeout=300)
     if ref.returncode != 0:
         fail(f"flashkernel generate: {ref.stderr[-500:]}")
     ref_ids = json.loads(ref.stdout.strip().splitlines()[-1])["ids"]
     log = tempfile.mktemp(prefix=f"fk-server-{name}-", suffix=".log")
     with open(log, "w") as out:
-        proc = subprocess.Popen([server, "--device", device, "--model", model, "--port", "0"], stdout=out,
+        proc = subprocess.Popen([server, "--device", device, *flags, "--model", model, "--port", "0"], stdout=out,
                                 stderr=subprocess.STDOUT)
     t0 = time.time()
     base = None
@@ -81,6 +84,7 @@ def main():
     else:
         fail("not healthy within 300 s", log)
     ready_s = time.time() - t0
+    startup = re.search(r"on \w+; (.*?); max_model_len", open(log, errors="replace").read())
 
     try:
         # Whole /generate against the CLI on the same device.
@@ -159,7 +163,8 @@ def main():
         fail("no exit within 10 s of SIGTERM", log)
     if rc != 0:
         fail(f"exit status {rc} after SIGTERM", log)
-    print(f"server --device {device}, {name}: healthy in {ready_s:.1f} s; /generate {MAX_TOKENS} tokens in "
+    print(f"server --device {device}{''.join(' ' + f for f in flags)}, {name}: healthy in {ready_s:.1f} s "
+          f"({startup.group(1) if startup else 'no startup line'}); /generate {MAX_TOKENS} tokens in "
           f"{gen_s * 1e3:.0f} ms, equal to flashkernel generate; stream and /v1/completions equal; 16 concurrent "
           f"requests, {conc_tokens} tokens in {conc_s:.2f} s; metrics ok; SIGTERM exit 0 in {time.time() - t:.1f} s")
 

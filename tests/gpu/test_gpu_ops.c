@@ -1,5 +1,6 @@
 /* test_gpu_ops.c — every op of the CUDA backend against the CPU backend (the float32 oracle) on fresh random inputs:
- * odd sizes, block boundaries +-1, one token, GQA ratios 1/4/8, head_dim 64/128, chunked prefill and long decodes.
+ * odd sizes, block boundaries +-1, one token, GQA ratios 1/4/8, head_dim 64/128, chunked prefill and long decodes;
+ * quantized linears (INT8, INT4) against the CPU's on the same quantized weights, and their layouts exactly.
  * Inputs are rounded to fp16 first so both backends see the same values; GPU outputs are poisoned with NaN before
  * each op so an unwritten element fails. Tolerances (fp16 storage of results, fp32 accumulation) are stated per
  * op as |gpu - cpu| <= atol + rtol |cpu|. Exit 77 (skipped) without a GPU. */
@@ -15,6 +16,7 @@
 
 #include "backend.h"
 #include "fp16.h"
+#include "quant.h"
 #include "test_util.h"
 
 static backend *cpu, *gpu;
@@ -106,8 +108,8 @@ static int setup(void **state)
 enum linear_kind { PLAIN, GELU, SILU_MUL };
 static const char *const linear_names[] = {"linear", "linear_gelu", "linear_silu_mul"};
 
-static fk_status run_linear(backend *be, enum linear_kind kind, void *y, void *scratch, const void *x, const void *w,
-                            const void *bias, int n, int in, int out, fk_error *err)
+static fk_status run_linear(backend *be, enum linear_kind kind, void *y, void *scratch, const void *x,
+                            const qweight *w, const void *bias, int n, int in, int out, fk_error *err)
 {
     switch (kind) {
     case PLAIN: return be->ops->linear(be, y, x, w, bias, n, in, out, err);
@@ -116,33 +118,44 @@ static fk_status run_linear(backend *be, enum linear_kind kind, void *y, void *s
     }
 }
 
-/* One linear on fresh inputs against the CPU oracle; the output is poisoned first, so an unwritten element fails. */
-static void linear_case(backend *g, enum linear_kind kind, int n, int in, int out, bool with_bias, const char *mode)
+/* One linear on fresh inputs against the CPU oracle, with the weights stored in `format` on both backends (the
+ * same quantized values: the host quantizer is shared); the output is poisoned first, so an unwritten element
+ * fails. */
+static void linear_case(backend *g, enum linear_kind kind, fk_quantization format, int n, int in, int out,
+                        bool with_bias, const char *mode)
 {
     const int rows = kind == SILU_MUL ? 2 * out : out;
     float *x = rand_f16((size_t)n * in, -1, 1), *w = rand_f16((size_t)rows * in, -0.5f, 0.5f);
     float *bias = rand_f16(rows, -1, 1), *want = calloc((size_t)n * rows, sizeof(float));
     float *scratch = calloc((size_t)n * rows, sizeof(float));
-    void *dw, *db = NULL;
+    void *db = NULL;
+    qweight gw, cw;
     fk_error err = {0};
-    assert_int_equal(g->ops->upload_weight(g, w, rows, in, &dw, NULL), FK_OK);
+    assert_int_equal(g->ops->upload_linear(g, w, rows, in, format, &gw, NULL), FK_OK);
+    assert_int_equal(cpu->ops->upload_linear(cpu, w, rows, in, format, &cw, NULL), FK_OK);
     if (with_bias)
         assert_int_equal(g->ops->upload_weight(g, bias, 1, rows, &db, NULL), FK_OK);
     void *dx = to_gpu(x, (size_t)n * in), *dy = poisoned((size_t)n * out), *dscratch = poisoned((size_t)n * rows);
-    assert_int_equal(run_linear(cpu, kind, want, scratch, x, w, with_bias ? bias : NULL, n, in, out, NULL), FK_OK);
-    if (run_linear(g, kind, dy, dscratch, dx, dw, db, n, in, out, &err))
-        fail_msg("%s (%s) %dx%d->%d: %s", linear_names[kind], mode, n, in, out, err.message);
+    assert_int_equal(run_linear(cpu, kind, want, scratch, x, &cw, with_bias ? bias : NULL, n, in, out, NULL), FK_OK);
+    if (run_linear(g, kind, dy, dscratch, dx, &gw, db, n, in, out, &err))
+        fail_msg("%s %s (%s) %dx%d->%d: %s", fk_quantization_name(format), linear_names[kind], mode, n, in, out,
+                 err.message);
     float *got = from_gpu(dy, (size_t)n * out);
-    char what[96];
-    snprintf(what, sizeof what, "%s (%s) %dx%d->%d%s", linear_names[kind], mode, n, in, out, with_bias ? " +bias" : "");
+    char what[128];
+    snprintf(what, sizeof what, "%s %s (%s) %dx%d->%d%s", fk_quantization_name(format), linear_names[kind], mode, n,
+             in, out, with_bias ? " +bias" : "");
     /* fp16 output: half an ulp (2^-11 relative) plus fp32 sums in another order; gelu' <= 1.13; silu(g) u is
      * rounded from two such sums, |silu'| <= 1.1, so its error scales with |u| + |silu(g)| (both <= ~sqrt(in)). */
     const double atol = 2e-3 * sqrt(in) / 8 * (kind == SILU_MUL ? sqrt(in) : 1);
     compare(what, got, want, (size_t)n * out, atol, 2e-3);
     free(x), free(w), free(bias), free(want), free(scratch), free(got);
-    void *all[] = {dw, db, dx, dy, dscratch};
-    for (int i = 0; i < 5; i++)
-        g->ops->release(g, all[i]);
+    void *all[] = {gw.data, gw.scales, db, dx, dy, dscratch};
+    for (int i = 0; i < 6; i++)
+        if (all[i])
+            g->ops->release(g, all[i]);
+    cpu->ops->release(cpu, cw.data);
+    if (cw.scales)
+        cpu->ops->release(cpu, cw.scales);
 }
 
 /* Every token count from 1 to 17 (the small-batch kernel's range and one past it), then larger ones, on odd shapes:
@@ -167,12 +180,12 @@ static void linear_cases(enum linear_kind kind)
         for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
             const int in = shapes[k][0], out = shapes[k][1];
             for (int n = 1; n <= 17; n++)
-                linear_case(g, kind, n, in, out, (n + k) % 2, mode);
-            linear_case(g, kind, ns[k % 4], in, out, k % 2, mode);
+                linear_case(g, kind, FK_QUANT_NONE, n, in, out, (n + k) % 2, mode);
+            linear_case(g, kind, FK_QUANT_NONE, ns[k % 4], in, out, k % 2, mode);
         }
         for (int r = 0; r < 6; r++) { /* random shapes: k a multiple of 8 (the small kernel's) or not */
             const int in = 8 * (1 + (int)tu_below(&rng, 600)) + (r == 5 ? 3 : 0), out = 1 + (int)tu_below(&rng, 700);
-            linear_case(g, kind, 1 + (int)tu_below(&rng, r < 4 ? 16 : 300), in, out, r % 2, mode);
+            linear_case(g, kind, FK_QUANT_NONE, 1 + (int)tu_below(&rng, r < 4 ? 16 : 300), in, out, r % 2, mode);
         }
         g->ops->destroy(g);
         gpu = shared;
@@ -189,6 +202,160 @@ static void test_linear_silu_mul(void **state)
 {
     (void)state;
     linear_cases(SILU_MUL);
+}
+
+/* A CUDA backend created with up to two environment variables set (name, value pairs; NULL names: none). */
+static backend *cuda_with(const char *const env[2][2])
+{
+    for (int i = 0; i < 2 && env[i][0]; i++)
+        setenv(env[i][0], env[i][1], 1);
+    backend *g = NULL;
+    fk_error err = {0};
+    const fk_status s = backend_cuda_create(&g, &err);
+    for (int i = 0; i < 2 && env[i][0]; i++)
+        unsetenv(env[i][0]);
+    if (s)
+        fail_msg("%s", err.message);
+    return g;
+}
+
+/* The paths a quantized linear can take, and the token counts that exercise each: our kernel on the packed weights
+ * (up to 16 tokens; in passes of 16 up to 64 tokens with FK_QUANT_SMALL_MAX_M=64), or W dequantized to fp16 for
+ * cuBLAS (above that; and everywhere with FK_QUANT_SMALL_MAX_M=0, here with a 1 MiB scratch so that large weights
+ * go a chunk of rows at a time). ns[0] = 0: every count from 1 to 17, then ns[1..]. */
+static const struct {
+    const char *name;
+    const char *env[2][2];
+    int ns[5];
+} quant_modes[] = {
+    {"small kernel", {{NULL, NULL}, {NULL, NULL}}, {0, 24, 64, 300, 0}},
+    {"small kernel up to 64 tokens", {{"FK_QUANT_SMALL_MAX_M", "64"}, {NULL, NULL}}, {17, 31, 33, 64, 0}},
+    {"dequantized, 1 MiB chunks", {{"FK_QUANT_SMALL_MAX_M", "0"}, {"FK_DEQUANT_SCRATCH_MB", "1"}}, {1, 9, 16, 40, 0}},
+};
+
+/* Both formats in every mode, against the CPU on the same quantized weights. Small shapes: INT8 k a multiple of 16
+ * but not of its 64-wide step, k = 16, k its kernel does not take (40: dequantized then the fp16 small kernel; 129:
+ * cuBLAS); INT4 one to nine groups; rows not a multiple of 16, a single row, few rows with a long k (split-K). Then
+ * the model shapes (Llama-3.2-1B, GPT-2, Llama-3-8B's down projection, bench-1b's lm_head rows / 16) at fewer token
+ * counts, and random shapes drawn each run. */
+static void quant_linear_cases(enum linear_kind kind)
+{
+    const int small[2][5][2] = {{{144, 33}, {16, 5}, {40, 83}, {129, 100}, {4096, 17}},
+                                {{128, 33}, {384, 83}, {1152, 100}, {256, 1}, {4096, 17}}};
+    const int large[][2] = {{2048, 3072}, {768, 2304}, {8192, 64}, {14336, 40}, {2048, 3141}};
+    backend *shared = gpu;
+    for (fk_quantization f = FK_QUANT_INT8; f <= FK_QUANT_INT4; f++)
+        for (size_t mi = 0; mi < sizeof quant_modes / sizeof quant_modes[0]; mi++) {
+            backend *g = cuda_with(quant_modes[mi].env);
+            gpu = g; /* the helpers upload through `gpu` */
+            const char *mode = quant_modes[mi].name;
+            const int *ns = quant_modes[mi].ns;
+            for (int k = 0; k < 5; k++) {
+                const int in = small[f - 1][k][0], out = small[f - 1][k][1];
+                for (int n = 1; ns[0] == 0 && n <= 17; n++)
+                    linear_case(g, kind, f, n, in, out, (n + k) % 2, mode);
+                for (int i = ns[0] == 0; i < 5 && ns[i]; i++)
+                    linear_case(g, kind, f, ns[i], in, out, (i + k) % 2, mode);
+            }
+            for (size_t k = 0; k < sizeof large / sizeof large[0]; k++) {
+                const int in = large[k][0], out = large[k][1], n_small[] = {1, 8, 9, 16, 17};
+                for (size_t i = 0; ns[0] == 0 && i < 5; i++)
+                    linear_case(g, kind, f, n_small[i], in, out, (i + k) % 2, mode);
+                linear_case(g, kind, f, ns[1 + k % 3], in, out, k % 2, mode);
+            }
+            for (int r = 0; r < 3; r++) {
+                const int in =
+                    f == FK_QUANT_INT4 ? 128 * (1 + (int)tu_below(&rng, 32)) : 16 * (1 + (int)tu_below(&rng, 256));
+                linear_case(g, kind, f, 1 + (int)tu_below(&rng, r < 2 ? 16 : 64), in, 1 + (int)tu_below(&rng, 700),
+                            r % 2, mode);
+            }
+            g->ops->destroy(g);
+            gpu = shared;
+        }
+}
+
+static void test_quant_linear(void **state)
+{
+    (void)state;
+    quant_linear_cases(PLAIN);
+}
+
+static void test_quant_linear_gelu(void **state)
+{
+    (void)state;
+    quant_linear_cases(GELU);
+}
+
+static void test_quant_linear_silu_mul(void **state)
+{
+    (void)state;
+    quant_linear_cases(SILU_MUL);
+}
+
+/* The packed layouts, exactly: token t's input is the unit vector at position j_t, so y[t][o] is W'[o][j_t] alone,
+ * which every path computes exactly (one product with 1, sums with zeros) before rounding it to fp16: the GPU must
+ * give the fp16 of the CPU's dequantized weight, bit for bit. With 16 tokens over 16 rounds every position of a
+ * 256-wide row is hit (each byte and nibble of the packing, two INT4 groups); longer rows get random positions, on
+ * one and two token tiles, split-K, and the dequantize + cuBLAS path (64 tokens). The weights include a zero row and
+ * an all-equal row. Also: the weight bytes the backend counts, and the tuning switches' ranges. */
+static void test_quant_layout(void **state)
+{
+    (void)state;
+    const int shapes[][2] = {{256, 40}, {2048, 3072}, {4096, 17}, {14336, 64}};
+    const int ns[] = {16, 9, 1, 64};
+    for (fk_quantization f = FK_QUANT_INT8; f <= FK_QUANT_INT4; f++)
+        for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+            const int in = shapes[k][0], out = shapes[k][1];
+            float *w = rand_f16((size_t)out * in, -0.5f, 0.5f), *wd = malloc((size_t)out * in * sizeof *wd);
+            for (int i = 0; i < in; i++)
+                w[i] = 0, w[(size_t)in + i] = 0.3125f; /* row 0 zero, row 1 all equal */
+            qweight gw, cw;
+            const size_t before = gpu->weight_bytes;
+            assert_int_equal(gpu->ops->upload_linear(gpu, w, out, in, f, &gw, NULL), FK_OK);
+            assert_int_equal(gpu->weight_bytes - before, quant_data_bytes(f, out, in) + quant_scale_bytes(f, out, in));
+            assert_int_equal(cpu->ops->upload_linear(cpu, w, out, in, f, &cw, NULL), FK_OK);
+            quant_unpack_rows(f, cw.data, cw.scales, in, 0, out, wd);
+            for (int i = 0; i < in; i++)
+                assert_true(wd[i] == 0);
+            for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++) {
+                const int n = ns[ni], rounds = k == 0 && n == 16 ? in / 16 : 2;
+                for (int r = 0; r < rounds; r++) {
+                    float *x = calloc((size_t)n * in, sizeof *x);
+                    int *j = malloc((size_t)n * sizeof *j);
+                    for (int t = 0; t < n; t++) {
+                        j[t] = rounds > 2 ? 16 * r + t : (int)tu_below(&rng, (uint32_t)in);
+                        x[(size_t)t * in + j[t]] = 1;
+                    }
+                    void *dx = to_gpu(x, (size_t)n * in), *dy = poisoned((size_t)n * out);
+                    fk_error err = {0};
+                    if (gpu->ops->linear(gpu, dy, dx, &gw, NULL, n, in, out, &err))
+                        fail_msg("%s layout %dx%d->%d: %s", fk_quantization_name(f), n, in, out, err.message);
+                    float *got = from_gpu(dy, (size_t)n * out);
+                    for (int t = 0; t < n; t++)
+                        for (int o = 0; o < out; o++) {
+                            const float want = fp16_to_f32(f32_to_fp16(wd[(size_t)o * in + j[t]]));
+                            if (got[(size_t)t * out + o] != want)
+                                fail_msg("%s layout %dx%d->%d: row %d input %d is %g on the GPU, %g on the CPU",
+                                         fk_quantization_name(f), n, in, out, o, j[t],
+                                         (double)got[(size_t)t * out + o], (double)want);
+                        }
+                    free(x), free(j), free(got);
+                    gpu->ops->release(gpu, dx), gpu->ops->release(gpu, dy);
+                }
+            }
+            free(w), free(wd);
+            gpu->ops->release(gpu, gw.data), gpu->ops->release(gpu, gw.scales);
+            cpu->ops->release(cpu, cw.data), cpu->ops->release(cpu, cw.scales);
+        }
+    const char *bad[][2] = {{"FK_QUANT_SMALL_MAX_M", "257"}, {"FK_DEQUANT_SCRATCH_MB", "0"}};
+    for (int i = 0; i < 2; i++) {
+        setenv(bad[i][0], bad[i][1], 1);
+        backend *g = NULL;
+        fk_error err = {0};
+        assert_int_equal(backend_cuda_create(&g, &err), FK_ERR_INVALID_ARGUMENT);
+        assert_non_null(strstr(err.message, bad[i][0]));
+        unsetenv(bad[i][0]);
+    }
 }
 
 /* Both epilogues above the small-batch range: cuBLASLt's GELU_BIAS and cuBLAS + k_bias_gelu (vectorized when rows
@@ -213,20 +380,23 @@ static void test_linear_gelu(void **state)
             const bool with_bias = k != 2;
             float *x = rand_f16((size_t)n * in, -1, 1), *w = rand_f16((size_t)out * in, -0.5f, 0.5f);
             float *bias = rand_f16(out, -1, 1), *want = calloc((size_t)n * out, sizeof(float));
-            void *dw, *db = NULL;
-            assert_int_equal(g->ops->upload_weight(g, w, out, in, &dw, NULL), FK_OK);
+            void *db = NULL;
+            qweight dw;
+            const qweight cw = {.format = FK_QUANT_NONE, .rows = out, .cols = in, .data = w};
+            assert_int_equal(g->ops->upload_linear(g, w, out, in, FK_QUANT_NONE, &dw, NULL), FK_OK);
             if (with_bias)
                 assert_int_equal(g->ops->upload_weight(g, bias, 1, out, &db, NULL), FK_OK);
             void *dx = to_gpu(x, (size_t)n * in), *dy = poisoned((size_t)n * out);
-            assert_int_equal(cpu->ops->linear_gelu(cpu, want, x, w, with_bias ? bias : NULL, n, in, out, NULL), FK_OK);
-            if (g->ops->linear_gelu(g, dy, dx, dw, db, n, in, out, &err))
+            assert_int_equal(cpu->ops->linear_gelu(cpu, want, x, &cw, with_bias ? bias : NULL, n, in, out, NULL),
+                             FK_OK);
+            if (g->ops->linear_gelu(g, dy, dx, &dw, db, n, in, out, &err))
                 fail_msg("%s: %s", modes[m], err.message);
             float *got = from_gpu(dy, (size_t)n * out);
             char what[64];
             snprintf(what, sizeof what, "linear_gelu (%s) %dx%d->%d", modes[m], n, in, out);
             compare(what, got, want, (size_t)n * out, 2e-3 * sqrt(in) / 8, 2e-3); /* as linear: gelu' <= 1.13 */
             free(x), free(w), free(bias), free(want), free(got);
-            g->ops->release(g, dw), g->ops->release(g, db), g->ops->release(g, dx), g->ops->release(g, dy);
+            g->ops->release(g, dw.data), g->ops->release(g, db), g->ops->release(g, dx), g->ops->release(g, dy);
         }
         g->ops->destroy(g);
     }
@@ -543,10 +713,15 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_linear),          cmocka_unit_test(test_linear_gelu),
         cmocka_unit_test(test_linear_silu_mul),
+        cmocka_unit_test(test_quant_layout),    cmocka_unit_test(test_quant_linear),
+        cmocka_unit_test(test_quant_linear_gelu), cmocka_unit_test(test_quant_linear_silu_mul),
         cmocka_unit_test(test_norms),
         cmocka_unit_test(test_elementwise),     cmocka_unit_test(test_sample),
         cmocka_unit_test(test_attention_prefill), cmocka_unit_test(test_attention_decode),
     };
+    /* FK_TEST_FILTER=test_quant* runs only the matching tests (e.g. one per compute-sanitizer process). */
+    if (getenv("FK_TEST_FILTER"))
+        cmocka_set_test_filter(getenv("FK_TEST_FILTER"));
     int failed = cmocka_run_group_tests(tests, setup, NULL);
     gpu->ops->destroy(gpu);
     cpu->ops->destroy(cpu);

@@ -66,13 +66,15 @@ static void test_linear(void **state)
                             s += (double)x[(size_t)t * in + k] * w[(size_t)o * in + k];
                         want[(size_t)t * out + o] = s;
                     }
-                assert_int_equal(be->ops->linear(be, y, x, w, with_bias ? bias : NULL, n, in, out, NULL), FK_OK);
+                const qweight qw = {.format = FK_QUANT_NONE, .rows = out, .cols = in, .data = w};
+                assert_int_equal(be->ops->linear(be, y, x, &qw, with_bias ? bias : NULL, n, in, out, NULL), FK_OK);
                 assert_close(y, want, (size_t)n * out, 1e-5, 1e-5, "linear");
                 for (size_t i = 0; i < (size_t)n * out; i++) { /* GPT-2's gelu_new */
                     const double v = want[i];
                     want[i] = 0.5 * v * (1 + tanh(sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
                 }
-                assert_int_equal(be->ops->linear_gelu(be, y, x, w, with_bias ? bias : NULL, n, in, out, NULL), FK_OK);
+                assert_int_equal(be->ops->linear_gelu(be, y, x, &qw, with_bias ? bias : NULL, n, in, out, NULL),
+                                 FK_OK);
                 assert_close(y, want, (size_t)n * out, 1e-5, 1e-5, "linear_gelu");
                 free(x), free(w), free(bias), free(y), free(want);
             }
@@ -130,7 +132,9 @@ static void test_activations_embed_gather(void **state)
                 }
                 want[(size_t)i * f + j] = g / (1 + exp(-g)) * u;
             }
-        assert_int_equal(be->ops->linear_silu_mul(be, out, scratch, x, w, with_bias ? b : NULL, n, in, f, NULL), FK_OK);
+        const qweight qw = {.format = FK_QUANT_NONE, .rows = 2 * f, .cols = in, .data = w};
+        assert_int_equal(be->ops->linear_silu_mul(be, out, scratch, x, &qw, with_bias ? b : NULL, n, in, f, NULL),
+                         FK_OK);
         assert_close(out, want, (size_t)n * f, 1e-5, 1e-5, "linear_silu_mul");
     }
     free(x), free(w), free(b), free(scratch);

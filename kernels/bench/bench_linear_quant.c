@@ -1,0 +1,158 @@
+/* bench_linear_quant.c — quantized linears of more tokens than one pass of the small-batch kernel takes (prefill
+ * chunks, busy decode steps), through the CUDA backend so that it times what the model runs, against the fp16
+ * weights' GEMM (cuBLAS / cuBLASLt as the backend calls them) on the same shape:
+ *   dequant 64M  W dequantized to fp16 in the default 64 MiB scratch (whole where it fits, else in chunks of rows),
+ *                then the fp16 GEMM
+ *   dequant 8M, dequant 2M   smaller scratches (FK_DEQUANT_SCRATCH_MB): W a chunk of rows at a time, each chunk's
+ *                fp16 copy small enough to stay in L2 for its GEMM
+ *   passes       our small-batch kernel on the packed weights, 16 tokens a pass (FK_QUANT_SMALL_MAX_M=256; up to
+ *                256 tokens)
+ * on Llama-3.2-1B's and Llama-3-8B's linears (gate|up as one linear of 2f rows: its SiLU·mul pass is the same for
+ * all) at m = 32, 64, 256, 2048. The target: the fastest quantized way within 1.3x of fp16.
+ * Timing as bench_linear_gelu.c (each call recorded 20 times into a graph by the backend's capture, median of 15
+ * replays / 20), with copies of each weight cycled so that they exceed the L2 cache, as in a model's pass. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "backend.h"
+
+#define CALLS_PER_GRAPH 20
+#define REPLAYS 15
+#define CYCLE_BYTES 100e6 /* the copies of a weight add up to at least this: past any L2 */
+
+static void check(fk_status s, const fk_error *err)
+{
+    if (s) {
+        fprintf(stderr, "bench_linear_quant: %s\n", err->message);
+        exit(1);
+    }
+}
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Microseconds per call of y = x W^T, W cycling through the copies. */
+static double time_us(backend *be, void *y, const void *x, const qweight *w, int copies, int n, int in, int out)
+{
+    fk_error err = {0};
+    void *graph;
+    for (int i = 0; i <= CALLS_PER_GRAPH; i++) { /* once uncaptured: cuBLAS's first-call setup */
+        if (i == 1)
+            check(be->ops->capture_begin(be, &err), &err);
+        check(be->ops->linear(be, y, x, &w[i % copies], NULL, n, in, out, &err), &err);
+    }
+    check(be->ops->capture_end(be, &graph, &err), &err);
+    double t[REPLAYS];
+    for (int r = -3; r < REPLAYS; r++) {
+        const double t0 = now_s();
+        check(be->ops->graph_launch(be, graph, &err), &err);
+        check(be->ops->download(be, NULL, NULL, 0, &err), &err); /* synchronizes */
+        if (r >= 0)
+            t[r] = (now_s() - t0) * 1e6 / CALLS_PER_GRAPH;
+    }
+    be->ops->graph_destroy(be, graph);
+    qsort(t, REPLAYS, sizeof t[0], cmp_double);
+    return t[REPLAYS / 2];
+}
+
+static backend *backend_with(const char *name, const char *value)
+{
+    if (name)
+        setenv(name, value, 1);
+    backend *be;
+    fk_error err = {0};
+    check(backend_cuda_create(&be, &err), &err);
+    if (name)
+        unsetenv(name);
+    return be;
+}
+
+enum { FP16, DEQUANT_64M, DEQUANT_8M, DEQUANT_2M, PASSES, WAYS };
+static const char *const way_names[WAYS] = {"fp16", "dequant 64M", "dequant 8M", "dequant 2M", "passes"};
+
+int main(void)
+{
+    backend *bes[WAYS] = {backend_with(NULL, NULL), backend_with(NULL, NULL),
+                          backend_with("FK_DEQUANT_SCRATCH_MB", "8"), backend_with("FK_DEQUANT_SCRATCH_MB", "2"),
+                          backend_with("FK_QUANT_SMALL_MAX_M", "256")};
+    const struct {
+        const char *name;
+        int in, out;
+    } shapes[] = {{"llama-3.2-1b qkv", 2048, 3072}, {"llama-3.2-1b o", 2048, 2048},
+                  {"llama-3.2-1b gate_up", 2048, 16384}, {"llama-3.2-1b down", 8192, 2048},
+                  {"llama-3-8b qkv", 4096, 6144}, {"llama-3-8b o", 4096, 4096},
+                  {"llama-3-8b gate_up", 4096, 28672}, {"llama-3-8b down", 14336, 4096}};
+    const int ms[] = {32, 64, 256, 2048}, max_m = 2048;
+    printf("quantized linears above the small-batch range, through the backend: median us per call (graph of %d)\n",
+           CALLS_PER_GRAPH);
+    printf("%-22s %4s %5s | %9s | %11s %11s %11s %11s | %-11s %6s\n", "shape", "fmt", "m", "fp16", way_names[1],
+           way_names[2], way_names[3], way_names[4], "best", "vs fp16");
+    const char *only = getenv("FK_BENCH_ONLY"); /* a substring of the shape's name */
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+        if (only && !strstr(shapes[si].name, only))
+            continue;
+        const int in = shapes[si].in, out = shapes[si].out;
+        float *host = malloc((size_t)out * in * sizeof *host), *xh = malloc((size_t)max_m * in * sizeof *xh);
+        for (size_t i = 0; i < (size_t)out * in; i++)
+            host[i] = 0.05f * ((float)rand() / RAND_MAX * 2 - 1);
+        for (size_t i = 0; i < (size_t)max_m * in; i++)
+            xh[i] = (float)rand() / RAND_MAX * 2 - 1;
+        double us[WAYS][4] = {{0}};
+        for (fk_quantization f = FK_QUANT_INT8; f <= FK_QUANT_INT4; f++) {
+            for (int way = 0; way < WAYS; way++) {
+                if (way == FP16 && f != FK_QUANT_INT8) /* the fp16 row serves both formats */
+                    continue;
+                backend *be = bes[way];
+                const fk_quantization wf = way == FP16 ? FK_QUANT_NONE : f;
+                const double bytes = (wf == FK_QUANT_NONE ? 2.0 : wf == FK_QUANT_INT8 ? 1.0 : 0.5) * out * in;
+                const int copies = bytes * 2 > CYCLE_BYTES ? 2 : (int)(CYCLE_BYTES / bytes) + 1;
+                qweight *w = malloc((size_t)copies * sizeof *w);
+                fk_error err = {0};
+                for (int c = 0; c < copies; c++)
+                    check(be->ops->upload_linear(be, host, out, in, wf, &w[c], &err), &err);
+                void *x, *y;
+                check(be->ops->upload_weight(be, xh, max_m, in, &x, &err), &err);
+                check(be->ops->alloc(be, (size_t)max_m * out * 2, &y, &err), &err);
+                for (int mi = 0; mi < 4; mi++)
+                    us[way][mi] = way == PASSES && ms[mi] > 256 ? 0 : time_us(be, y, x, w, copies, ms[mi], in, out);
+                for (int c = 0; c < copies; c++) {
+                    be->ops->release(be, w[c].data);
+                    if (w[c].scales)
+                        be->ops->release(be, w[c].scales);
+                }
+                be->ops->release(be, x), be->ops->release(be, y);
+                free(w);
+            }
+            for (int mi = 0; mi < 4; mi++) {
+                int best = DEQUANT_64M;
+                for (int way = DEQUANT_64M; way < WAYS; way++)
+                    if (us[way][mi] > 0 && us[way][mi] < us[best][mi])
+                        best = way;
+                const double ratio = us[best][mi] / us[FP16][mi];
+                printf("%-22s %4s %5d | %9.2f | %11.2f %11.2f %11.2f %11.2f | %-11s %5.2fx%s\n", shapes[si].name,
+                       fk_quantization_name(f), ms[mi], us[FP16][mi], us[DEQUANT_64M][mi], us[DEQUANT_8M][mi],
+                       us[DEQUANT_2M][mi], us[PASSES][mi], way_names[best], ratio, ratio > 1.3 ? " (over 1.3x)" : "");
+                printf("RESULT linear_quant_large %s %s m=%d: fp16 %.2f us; dequant 64M %.2f, 8M %.2f, 2M %.2f, "
+                       "passes %.2f us; best %s %.2fx\n",
+                       fk_quantization_name(f), shapes[si].name, ms[mi], us[FP16][mi], us[DEQUANT_64M][mi],
+                       us[DEQUANT_8M][mi], us[DEQUANT_2M][mi], us[PASSES][mi], way_names[best], ratio);
+            }
+        }
+        free(host), free(xh);
+    }
+    for (int way = 0; way < WAYS; way++)
+        bes[way]->ops->destroy(bes[way]);
+    return 0;
+}

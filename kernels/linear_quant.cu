@@ -1,0 +1,422 @@
+// linear_quant.cu — the small-batch linear (m <= 16 tokens) on quantized weights: y[m][n] = epilogue(x[m][k]
+// W'[n][k]^T + bias), W' the dequantized INT8 or INT4 weight of src/quant.h's layouts, streamed once from its packed
+// bytes. The structure is linear_small.cu's (read it first): a warp owns row tiles of 16 rows of W (two above 8
+// tokens; gate and up rows for SiLU·mul) and a range of k; each thread's 16-byte loads of W rows g and g + 8 become
+// m16n8k16 A fragments, its loads of x rows g (+ 8) B fragments, under one permutation of the k of a step; the warps
+// of a block meet in shared memory, split-K only as a last resort (a fixed-order sum of fp32 partials), two batches
+// of weight loads in flight, the first before the PDL wait. Turing runs m16n8k8 pairs (common.cuh).
+// What differs is the step a 16-byte load covers: 64 k for INT8 (16 bytes, 4 MMAs), 128 k for INT4 (32 nibbles,
+// 8 MMAs: one group, so a step has one scale and zero point per row). Thread t of a step holds physical k
+// 16t .. 16t + 15 (INT8) or 32t .. 32t + 31 (INT4) of its rows and tokens; MMA j sees logical k 2t, 2t+1, 2t+8,
+// 2t+9 at physical k (its block) + 4j + 0..3, the same for W and x. Dequantization in registers, exact:
+// - INT8: prmt puts each byte of q + 128 (sign bit flipped) under 0x64 (fp16 1024 + q + 128); subtracting 1152
+//   leaves q. The MMAs sum q x in fp32; the row's scale multiplies the sum in the epilogue.
+// - INT4: ((word >> 4i) & 0x000f000f) | 0x64006400 is the fp16 pair 1024 + q of two consecutive k (quant.h's nibble
+//   order); subtracting 1024 + z leaves the small integers q - z. Each step's MMAs go to a fresh fp32 accumulator
+//   that is added to the sum times the group's scale, so no weight is ever rounded: the math of the CPU's (q - z) s.
+#include "common.cuh"
+#include "kernels.h"
+
+// As in linear_small.cu: the most warps a block may have, the warps per SM the launch aims for; and the k-steps a
+// batch of loads holds at one row tile and one token tile (kernels/bench times the choices).
+#ifndef FK_QLINEAR_MAX_WARPS
+#define FK_QLINEAR_MAX_WARPS 16
+#endif
+#ifndef FK_QLINEAR_WARPS_PER_SM
+#define FK_QLINEAR_WARPS_PER_SM 8
+#endif
+#ifndef FK_QLINEAR_BATCH_INT8
+#define FK_QLINEAR_BATCH_INT8 4
+#endif
+#ifndef FK_QLINEAR_BATCH_INT4
+#define FK_QLINEAR_BATCH_INT4 2
+#endif
+
+namespace {
+
+constexpr int TILE_ROWS = 16;  // rows of W in a row tile
+constexpr int TOKEN_TILE = 8;  // tokens in a token tile
+constexpr int GROUP = 128;     // INT4 inputs per scale
+constexpr int STEP_BYTES = 64; // bytes of a W row per step (4 threads x 16), both formats
+
+// k per step, and the most steps per batch of loads.
+template <int FMT> __host__ __device__ constexpr int step_k()
+{
+    return FMT == K_QUANT_INT8 ? 64 : 128;
+}
+
+template <int FMT> __host__ __device__ constexpr int batch_max()
+{
+    return FMT == K_QUANT_INT8 ? FK_QLINEAR_BATCH_INT8 : FK_QLINEAR_BATCH_INT4;
+}
+
+// Fragments of one k-step: W rows (g, g + 8) of each row tile, their group's (scale, zero) pairs (INT4), and x rows
+// g (+ 8) of each token tile (step_k / 4 halves: 2 or 4 vectors).
+template <int FMT, int RT, int NT> struct step_frags {
+    uint4 w[RT][2];
+    uint32_t sz[RT][2];
+    uint4 x[NT][step_k<FMT>() / 32];
+};
+
+// As in linear_small.cu: SiLU·mul pairs gate and up; the others take two row tiles above one token tile.
+template <int EPI, int NT> __host__ __device__ constexpr int row_tiles()
+{
+    return EPI == K_LINEAR_SILU_MUL || NT == 2 ? 2 : 1;
+}
+
+template <int EPI, int NT> __host__ __device__ constexpr int block_rows()
+{
+    return EPI == K_LINEAR_SILU_MUL ? TILE_ROWS : TILE_ROWS * row_tiles<EPI, NT>();
+}
+
+template <int FMT, int EPI, int NT> __host__ __device__ constexpr int batch_steps()
+{
+    return row_tiles<EPI, NT>() == 1 && NT == 1 ? batch_max<FMT>() : (batch_max<FMT>() + 1) / 2;
+}
+
+// Warps per block for a k of `steps` steps: as many as keep a batch each, 4 to FK_QLINEAR_MAX_WARPS.
+int warps_for(int steps, int batch)
+{
+    int w = FK_QLINEAR_MAX_WARPS;
+    while (w > 4 && steps < batch * w)
+        w /= 2;
+    return w;
+}
+
+__device__ __forceinline__ __half2 as_half2(uint32_t u)
+{
+    __half2 h;
+    memcpy(&h, &u, sizeof h);
+    return h;
+}
+
+__device__ __forceinline__ uint32_t as_u32(__half2 h)
+{
+    uint32_t u;
+    memcpy(&u, &h, sizeof u);
+    return u;
+}
+
+// Two int8 of `word` (picked by the prmt selector: 0x4140 bytes 0, 1; 0x4342 bytes 2, 3) as an exact fp16 pair.
+__device__ __forceinline__ uint32_t int8_pair(uint32_t word, uint32_t selector)
+{
+    const uint32_t biased = __byte_perm(word ^ 0x80808080u, 0x64646464u, selector); // 1024 + q + 128
+    return as_u32(__hsub2(as_half2(biased), as_half2(0x64806480u)));               // - 1152
+}
+
+// The pair (q[2i], q[2i + 1]) - z of the nibbles at `word >> 4i` (z1024: 1024 + z in both halves), exact.
+__device__ __forceinline__ uint32_t int4_pair(uint32_t shifted, __half2 z1024)
+{
+    return as_u32(__hsub2(as_half2((shifted & 0x000f000fu) | 0x64006400u), z1024));
+}
+
+// The A fragment of MMA j from the step's loads of W rows g (lo) and g + 8 (hi): {row g k 2t, 2t+1; row g+8 the
+// same; row g k 2t+8, 2t+9; row g+8 the same}, i.e. physical k 4j + 0, 1 and 4j + 2, 3 of each row.
+template <int FMT>
+__device__ __forceinline__ void a_fragment(uint32_t a[4], const uint4 &lo, const uint4 &hi, int j, __half2 z_lo,
+                                           __half2 z_hi)
+{
+    const uint32_t *l = reinterpret_cast<const uint32_t *>(&lo), *h = reinterpret_cast<const uint32_t *>(&hi);
+    if constexpr (FMT == K_QUANT_INT8) { // word j holds k 4j .. 4j + 3
+        a[0] = int8_pair(l[j], 0x4140), a[1] = int8_pair(h[j], 0x4140);
+        a[2] = int8_pair(l[j], 0x4342), a[3] = int8_pair(h[j], 0x4342);
+    } else { // word j / 2 holds k 8 (j / 2) .. + 7: pairs 2 (j % 2) and 2 (j % 2) + 1 of it
+        const uint32_t wl = l[j / 2] >> (8 * (j % 2)), wh = h[j / 2] >> (8 * (j % 2));
+        a[0] = int4_pair(wl, z_lo), a[1] = int4_pair(wh, z_hi);
+        a[2] = int4_pair(wl >> 4, z_lo), a[3] = int4_pair(wh >> 4, z_hi);
+    }
+}
+
+// 1024 + z of a (scale, zero) pair, in both halves.
+__device__ __forceinline__ __half2 zero1024(uint32_t sz)
+{
+    return __half2half2(__hadd(__high2half(as_half2(sz)), __float2half(1024.0f)));
+}
+
+template <int FMT, int WARPS, int NT, int EPI>
+__global__ void __launch_bounds__(32 * WARPS)
+    linear_quant_kernel(__half *__restrict__ y, const __half *__restrict__ x, const uint8_t *__restrict__ wq,
+                        const __half *__restrict__ scales, const __half *__restrict__ bias, int m, int k, int n,
+                        int steps_per_split, float *__restrict__ partials, unsigned *__restrict__ counters)
+{
+    constexpr int RT = row_tiles<EPI, NT>(), THREADS = 32 * WARPS, U = batch_steps<FMT, EPI, NT>();
+    constexpr int STEP = step_k<FMT>(), MMAS = STEP / 16, XV = STEP / 32;
+    constexpr int FRAG = NT * 4 * 32;                   // accumulator floats of one row tile in a warp
+    constexpr int PER = (FRAG + THREADS - 1) / THREADS; // of those, per thread in the epilogue
+    __shared__ float red[WARPS][RT][FRAG];
+    __shared__ bool last_split;
+
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+    const int r0 = blockIdx.x * block_rows<EPI, NT>(), split = blockIdx.y, n_splits = gridDim.y;
+    const int n_steps = (k + STEP - 1) / STEP;
+    const int s_begin = split * steps_per_split, s_end = min(n_steps, s_begin + steps_per_split);
+    const size_t row_bytes = FMT == K_QUANT_INT8 ? (size_t)k : (size_t)k / 2;
+    const uint32_t *sz_pairs = reinterpret_cast<const uint32_t *>(scales); // INT4: [rows][k / GROUP]
+
+    // Local row lr (0..15) of row tile rt: its row of y, and of W (SiLU·mul: up rows are n further on).
+    auto y_row = [&](int rt, int lr) { return r0 + (EPI == K_LINEAR_SILU_MUL ? 0 : rt * TILE_ROWS) + lr; };
+    auto w_row = [&](int rt, int lr) { return (EPI == K_LINEAR_SILU_MUL ? rt * n : 0) + y_row(rt, lr); };
+
+    auto load_w = [&](step_frags<FMT, RT, NT>(&f)[U], int s0) {
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const int s = s0 + u, kk = s * STEP + STEP / 4 * t;
+            const bool k_ok = s < s_end && kk < k;
+#pragma unroll
+            for (int rt = 0; rt < RT; rt++)
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    const bool ok = k_ok && y_row(rt, g + 8 * h) < n;
+                    const size_t row = w_row(rt, g + 8 * h);
+                    f[u].w[rt][h] = ok ? load_stream16(wq + row * row_bytes + (size_t)s * STEP_BYTES + 16 * t)
+                                       : make_uint4(0, 0, 0, 0);
+                    if constexpr (FMT == K_QUANT_INT4)
+                        f[u].sz[rt][h] = ok ? __ldg(sz_pairs + row * (k / GROUP) + s) : 0u;
+                }
+        }
+    };
+    auto load_x = [&](step_frags<FMT, RT, NT>(&f)[U], int s0) {
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const int s = s0 + u, kk = s * STEP + STEP / 4 * t;
+            const bool k_ok = s < s_end && kk < k;
+#pragma unroll
+            for (int nt = 0; nt < NT; nt++) {
+                const int token = nt * TOKEN_TILE + g;
+                const uint4 *p = reinterpret_cast<const uint4 *>(x + (size_t)token * k + kk);
+#pragma unroll
+                for (int v = 0; v < XV; v++)
+                    f[u].x[nt][v] = k_ok && token < m ? __ldg(p + v) : make_uint4(0, 0, 0, 0);
+            }
+        }
+    };
+
+    float acc[RT][NT][4] = {};
+    auto mma_batch = [&](const step_frags<FMT, RT, NT>(&f)[U]) {
+#pragma unroll
+        for (int u = 0; u < U; u++)
+#pragma unroll
+            for (int rt = 0; rt < RT; rt++) {
+                __half2 z_lo = __float2half2_rn(0.0f), z_hi = z_lo;
+                if constexpr (FMT == K_QUANT_INT4)
+                    z_lo = zero1024(f[u].sz[rt][0]), z_hi = zero1024(f[u].sz[rt][1]);
+                float part[NT][4] = {}; // INT4: this step's group, before its scale
+#pragma unroll
+                for (int j = 0; j < MMAS; j++) {
+                    uint32_t a[4];
+                    a_fragment<FMT>(a, f[u].w[rt][0], f[u].w[rt][1], j, z_lo, z_hi);
+#pragma unroll
+                    for (int nt = 0; nt < NT; nt++) {
+                        const uint32_t *xv = reinterpret_cast<const uint32_t *>(&f[u].x[nt][0]);
+                        const uint32_t b[2] = {xv[2 * j], xv[2 * j + 1]};
+                        mma_16816(FMT == K_QUANT_INT8 ? acc[rt][nt] : part[nt], a, b);
+                    }
+                }
+                if constexpr (FMT == K_QUANT_INT4) {
+                    // accumulators 0, 1 hold row g, 2, 3 row g + 8
+                    const float s_lo = __low2float(as_half2(f[u].sz[rt][0]));
+                    const float s_hi = __low2float(as_half2(f[u].sz[rt][1]));
+#pragma unroll
+                    for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+                        for (int e = 0; e < 4; e++)
+                            acc[rt][nt][e] += (e < 2 ? s_lo : s_hi) * part[nt][e];
+                }
+            }
+    };
+    // Warp w takes the batches starting at s_begin + (i * WARPS + w) * U for i = 0, 1, ... (U * 64 contiguous bytes
+    // per row each), two in flight: f0 holds the even ones, f1 the odd.
+    step_frags<FMT, RT, NT> f0[U], f1[U];
+    const int first = s_begin + warp * U, stride = WARPS * U;
+    load_w(f0, first); // weights and scales do not depend on the previous kernel: stream them while it finishes
+    pdl_wait();
+    pdl_launch_dependents();
+    for (int s0 = first; s0 < s_end; s0 += 2 * stride) {
+        load_w(f1, s0 + stride);
+        load_x(f0, s0);
+        mma_batch(f0);
+        if (s0 + stride >= s_end)
+            break;
+        load_w(f0, s0 + 2 * stride);
+        load_x(f1, s0 + stride);
+        mma_batch(f1);
+    }
+
+    // The block's warps meet: red[warp][rt][(nt * 4 + e) * 32 + lane].
+#pragma unroll
+    for (int rt = 0; rt < RT; rt++)
+#pragma unroll
+        for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                red[warp][rt][(nt * 4 + e) * 32 + lane] = acc[rt][nt][e];
+    __syncthreads();
+
+    // Entry i of a row tile: accumulator e of lane l of token tile nt, i = (nt * 4 + e) * 32 + l, holding local row
+    // g(l) + 8 (e >= 2) and token nt * 8 + 2 t(l) + (e & 1).
+    float sum[RT][PER];
+#pragma unroll
+    for (int rt = 0; rt < RT; rt++)
+#pragma unroll
+        for (int q = 0; q < PER; q++) {
+            const int i = threadIdx.x + q * THREADS;
+            float v = 0;
+            if (i < FRAG)
+#pragma unroll
+                for (int wp = 0; wp < WARPS; wp++)
+                    v += red[wp][rt][i];
+            sum[rt][q] = v;
+        }
+
+    if (n_splits > 1) {
+        // partials[tile][split][rt][FRAG]; the last split of the tile to arrive adds them up in split order.
+        float *mine = partials + ((size_t)blockIdx.x * n_splits + split) * RT * FRAG;
+#pragma unroll
+        for (int rt = 0; rt < RT; rt++)
+#pragma unroll
+            for (int q = 0; q < PER; q++) {
+                const int i = threadIdx.x + q * THREADS;
+                if (i < FRAG)
+                    mine[rt * FRAG + i] = sum[rt][q];
+            }
+        __threadfence();
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            last_split = atomicAdd(&counters[blockIdx.x], 1u) == (unsigned)n_splits - 1;
+            if (last_split)
+                counters[blockIdx.x] = 0; // ready for the next launch (no other split of this tile is left)
+        }
+        __syncthreads();
+        if (!last_split)
+            return;
+        __threadfence();
+        const float *all = partials + (size_t)blockIdx.x * n_splits * RT * FRAG;
+#pragma unroll
+        for (int rt = 0; rt < RT; rt++)
+#pragma unroll
+            for (int q = 0; q < PER; q++) {
+                const int i = threadIdx.x + q * THREADS;
+                float v = 0;
+                if (i < FRAG)
+                    for (int sp = 0; sp < n_splits; sp++)
+                        v += __ldcg(all + (size_t)sp * RT * FRAG + rt * FRAG + i);
+                sum[rt][q] = v;
+            }
+    }
+
+    // INT8: the row's scale times the sum of q x.
+    auto scaled = [&](float v, int w_r) { return FMT == K_QUANT_INT8 ? v * __half2float(scales[w_r]) : v; };
+#pragma unroll
+    for (int q = 0; q < PER; q++) {
+        const int i = threadIdx.x + q * THREADS;
+        if (i >= FRAG)
+            continue;
+        const int l = i % 32, e = (i / 32) % 4, nt = i / 128;
+        const int lr = l / 4 + (e >= 2 ? 8 : 0), token = nt * TOKEN_TILE + 2 * (l % 4) + (e & 1);
+        if (token >= m)
+            continue;
+#pragma unroll
+        for (int rt = 0; rt < (EPI == K_LINEAR_SILU_MUL ? 1 : RT); rt++) {
+            const int row = y_row(rt, lr);
+            if (row >= n)
+                continue;
+            float v = scaled(sum[rt][q], w_row(rt, lr)) + (bias ? __half2float(bias[row]) : 0.0f);
+            if (EPI == K_LINEAR_GELU)
+                v = gelu_tanh(v);
+            if (EPI == K_LINEAR_SILU_MUL)
+                v = silu_mul(v, scaled(sum[1][q], w_row(1, lr)) + (bias ? __half2float(bias[n + row]) : 0.0f));
+            y[(size_t)token * n + row] = __float2half(v);
+        }
+    }
+}
+
+template <int FMT, int WARPS, int NT, int EPI>
+cudaError_t launch(__half *y, const __half *x, const uint8_t *wq, const __half *scales, const __half *bias, int m,
+                   int k, int n, int splits, float *partials, unsigned *counters, cudaStream_t stream)
+{
+    const int n_steps = (k + step_k<FMT>() - 1) / step_k<FMT>();
+    const int steps_per_split = (n_steps + splits - 1) / splits;
+    const dim3 grid((n + block_rows<EPI, NT>() - 1) / block_rows<EPI, NT>(), splits);
+    return fk_launch(linear_quant_kernel<FMT, WARPS, NT, EPI>, grid, dim3(32 * WARPS), 0, stream, y, x, wq, scales,
+                     bias, m, k, n, steps_per_split, partials, counters);
+}
+
+template <int FMT, int NT, int EPI>
+cudaError_t launch_warps(__half *y, const __half *x, const uint8_t *wq, const __half *scales, const __half *bias,
+                         int m, int k, int n, int splits, float *partials, unsigned *counters, cudaStream_t stream)
+{
+    switch (warps_for((k + step_k<FMT>() - 1) / step_k<FMT>(), batch_steps<FMT, EPI, NT>())) {
+    case 4: return launch<FMT, 4, NT, EPI>(y, x, wq, scales, bias, m, k, n, splits, partials, counters, stream);
+    case 8: return launch<FMT, 8, NT, EPI>(y, x, wq, scales, bias, m, k, n, splits, partials, counters, stream);
+    default:
+        return launch<FMT, FK_QLINEAR_MAX_WARPS, NT, EPI>(y, x, wq, scales, bias, m, k, n, splits, partials, counters,
+                                                          stream);
+    }
+}
+
+template <int FMT, int EPI>
+cudaError_t launch_m(__half *y, const __half *x, const uint8_t *wq, const __half *scales, const __half *bias, int m,
+                     int k, int n, int splits, float *partials, unsigned *counters, cudaStream_t stream)
+{
+    return m <= TOKEN_TILE
+               ? launch_warps<FMT, 1, EPI>(y, x, wq, scales, bias, m, k, n, splits, partials, counters, stream)
+               : launch_warps<FMT, 2, EPI>(y, x, wq, scales, bias, m, k, n, splits, partials, counters, stream);
+}
+
+template <int FMT>
+cudaError_t launch_epilogue(__half *y, const __half *x, const uint8_t *wq, const __half *scales, const __half *bias,
+                            int m, int k, int n, int epilogue, int splits, float *partials, unsigned *counters,
+                            cudaStream_t stream)
+{
+    switch (epilogue) {
+    case K_LINEAR_PLAIN:
+        return launch_m<FMT, K_LINEAR_PLAIN>(y, x, wq, scales, bias, m, k, n, splits, partials, counters, stream);
+    case K_LINEAR_GELU:
+        return launch_m<FMT, K_LINEAR_GELU>(y, x, wq, scales, bias, m, k, n, splits, partials, counters, stream);
+    case K_LINEAR_SILU_MUL:
+        return launch_m<FMT, K_LINEAR_SILU_MUL>(y, x, wq, scales, bias, m, k, n, splits, partials, counters, stream);
+    default: return cudaErrorInvalidValue;
+    }
+}
+
+} // namespace
+
+extern "C" int k_linear_quant_splits(int format, int m, int k, int n, int epilogue, int n_sms)
+{
+    const int step = format == K_QUANT_INT8 ? step_k<K_QUANT_INT8>() : step_k<K_QUANT_INT4>();
+    const int u_max = format == K_QUANT_INT8 ? batch_max<K_QUANT_INT8>() : batch_max<K_QUANT_INT4>();
+    const int nt = m <= TOKEN_TILE ? 1 : 2, rt = epilogue == K_LINEAR_SILU_MUL || nt == 2 ? 2 : 1;
+    const int rows = epilogue == K_LINEAR_SILU_MUL ? TILE_ROWS : TILE_ROWS * rt;
+    const int batch = rt == 1 && nt == 1 ? u_max : (u_max + 1) / 2;
+    const int tiles = (n + rows - 1) / rows, n_steps = (k + step - 1) / step, warps = warps_for(n_steps, batch);
+    // As in k_linear_small_splits: more blocks along k only when the rows give too few warps, each warp keeping at
+    // least a batch of steps, and within what the partials buffer holds.
+    int splits = (FK_QLINEAR_WARPS_PER_SM * n_sms + tiles * warps - 1) / (tiles * warps);
+    const int by_work = n_steps / (batch * warps);
+    splits = splits < by_work ? splits : by_work;
+    const size_t per_split = (size_t)tiles * rt * nt * 4 * 32; // floats
+    const int by_space = (int)(K_LINEAR_SMALL_PARTIAL_FLOATS / per_split);
+    splits = splits < by_space ? splits : by_space;
+    return splits < 1 ? 1 : splits;
+}
+
+extern "C" cudaError_t k_linear_quant(void *y, const void *x, const void *data, const void *scales, const void *bias,
+                                      int format, int m, int k, int n, int epilogue, int splits, float *partials,
+                                      unsigned *counters, cudaStream_t stream)
+{
+    if (m <= 0 || n <= 0)
+        return cudaSuccess;
+    if (m > K_LINEAR_SMALL_MAX_M || k <= 0 || k % (format == K_QUANT_INT8 ? 16 : GROUP) || splits < 1 ||
+        (splits > 1 && (!partials || !counters || (n + TILE_ROWS - 1) / TILE_ROWS > K_LINEAR_SMALL_COUNTERS)))
+        return cudaErrorInvalidValue;
+    __half *yh = (__half *)y;
+    const __half *xh = (const __half *)x, *sh = (const __half *)scales, *bh = (const __half *)bias;
+    const uint8_t *wq = (const uint8_t *)data;
+    switch (format) {
+    case K_QUANT_INT8:
+        return launch_epilogue<K_QUANT_INT8>(yh, xh, wq, sh, bh, m, k, n, epilogue, splits, partials, counters, stream);
+    case K_QUANT_INT4:
+        return launch_epilogue<K_QUANT_INT4>(yh, xh, wq, sh, bh, m, k, n, epilogue, splits, partials, counters, stream);
+    default: return cudaErrorInvalidValue;
+    }
+}
