@@ -291,13 +291,17 @@ static fk_status cublas_linear(cuda_backend *cb, void *y, const void *x, const v
     return FK_OK;
 }
 
-/* y[n][out] = x[n][in] W[out][in]^T (+ bias) for an fp16 W: ours for few tokens; else cuBLAS, with the bias in
- * cuBLASLt's epilogue where the shapes are whole 16-byte rows (and a separate pass otherwise). */
-static fk_status plain_linear(cuda_backend *cb, void *y, const void *x, const void *w, const void *bias, int n, int in,
-                              int out, fk_error *err)
+/* y[n][out] = x[n][in] W[out][in]^T (+ bias) by cuBLAS, with the bias in cuBLASLt's epilogue where the shapes are
+ * whole 16-byte rows (and a separate pass otherwise); GELU after the bias when gelu. */
+static fk_status gemm_linear(cuda_backend *cb, void *y, const void *x, const void *w, const void *bias, int n, int in,
+                             int out, bool gelu, fk_error *err)
 {
-    if (small_linear(cb, n, in, x, w))
-        return run_small_linear(cb, y, x, w, bias, n, in, out, K_LINEAR_PLAIN, err);
+    if (gelu && cb->gelu_by_cublaslt && in % 8 == 0 && out % 8 == 0) /* rows of whole 16-byte vectors, as GPT-2's are */
+        return gemm_lt_run(cb->gemm_lt, cb->stream, y, x, w, bias, n, in, out, GEMM_LT_GELU, err);
+    if (gelu) {
+        fk_status s = cublas_linear(cb, y, x, w, n, in, out, out, err);
+        return s ? s : launched(k_bias_gelu(y, bias, n, out, cb->stream), "bias_gelu", err);
+    }
     if (bias && in % 8 == 0 && out % 8 == 0)
         return gemm_lt_run(cb->gemm_lt, cb->stream, y, x, w, bias, n, in, out, GEMM_LT_BIAS, err);
     fk_status s = cublas_linear(cb, y, x, w, n, in, out, out, err);
@@ -306,18 +310,14 @@ static fk_status plain_linear(cuda_backend *cb, void *y, const void *x, const vo
     return s;
 }
 
-/* plain_linear with GELU after the bias. */
-static fk_status plain_linear_gelu(cuda_backend *cb, void *y, const void *x, const void *w, const void *bias, int n,
-                                   int in, int out, fk_error *err)
+/* y[n][out] = x[n][in] W[out][in]^T (+ bias), GELU after the bias when gelu, for an fp16 W that no kernel writes:
+ * ours for few tokens (it streams W before its PDL wait), else cuBLAS. */
+static fk_status plain_linear(cuda_backend *cb, void *y, const void *x, const void *w, const void *bias, int n, int in,
+                              int out, bool gelu, fk_error *err)
 {
     if (small_linear(cb, n, in, x, w))
-        return run_small_linear(cb, y, x, w, bias, n, in, out, K_LINEAR_GELU, err);
-    if (cb->gelu_by_cublaslt && in % 8 == 0 && out % 8 == 0) /* rows of whole 16-byte vectors, as GPT-2's are */
-        return gemm_lt_run(cb->gemm_lt, cb->stream, y, x, w, bias, n, in, out, GEMM_LT_GELU, err);
-    fk_status s = cublas_linear(cb, y, x, w, n, in, out, out, err);
-    if (s)
-        return s;
-    return launched(k_bias_gelu(y, bias, n, out, cb->stream), "bias_gelu", err);
+        return run_small_linear(cb, y, x, w, bias, n, in, out, gelu ? K_LINEAR_GELU : K_LINEAR_PLAIN, err);
+    return gemm_linear(cb, y, x, w, bias, n, in, out, gelu, err);
 }
 
 /* Whether k_linear_quant takes this quantized linear: few tokens, rows of whole 16-byte vectors, aligned x. */
@@ -359,8 +359,8 @@ static fk_status dequant_linear(cuda_backend *cb, void *y, const void *x, const 
         if ((s = launched(k_dequant(cb->dequant, w->data, w->scales, w->format, 0, out, in, cb->stream), "dequant",
                           err)))
             return s;
-        return gelu ? plain_linear_gelu(cb, y, x, cb->dequant, bias, n, in, out, err)
-                    : plain_linear(cb, y, x, cb->dequant, bias, n, in, out, err);
+        /* cuBLAS even for few tokens: the small kernel would read W before k_dequant has written it (PDL) */
+        return gemm_linear(cb, y, x, cb->dequant, bias, n, in, out, gelu, err);
     }
     for (int r0 = 0; r0 < out; r0 += chunk) {
         const int rows = out - r0 < chunk ? out - r0 : chunk;
@@ -379,7 +379,7 @@ static fk_status cuda_linear(backend *b, void *y, const void *x, const qweight *
 {
     cuda_backend *cb = cb_of(b);
     if (w->format == FK_QUANT_NONE)
-        return plain_linear(cb, y, x, w->data, bias, n, in, out, err);
+        return plain_linear(cb, y, x, w->data, bias, n, in, out, false, err);
     if (quant_small(cb, n, in, x))
         return run_quant_small(cb, y, x, w, bias, n, in, out, K_LINEAR_PLAIN, err);
     return dequant_linear(cb, y, x, w, bias, n, in, out, false, err);
@@ -390,7 +390,7 @@ static fk_status cuda_linear_gelu(backend *b, void *y, const void *x, const qwei
 {
     cuda_backend *cb = cb_of(b);
     if (w->format == FK_QUANT_NONE)
-        return plain_linear_gelu(cb, y, x, w->data, bias, n, in, out, err);
+        return plain_linear(cb, y, x, w->data, bias, n, in, out, true, err);
     if (quant_small(cb, n, in, x))
         return run_quant_small(cb, y, x, w, bias, n, in, out, K_LINEAR_GELU, err);
     return dequant_linear(cb, y, x, w, bias, n, in, out, true, err);
