@@ -121,9 +121,8 @@ def main():
                     done = True
                     break
                 ev = json.loads(line[6:])
-                if "token" in ev:
-                    text += ev["text"]
-                    events += 1
+                text += ev.get("text", "")  # a text-only event (no token) flushes held-back bytes
+                events += "token" in ev
         if not done or events != MAX_TOKENS or text != whole["text"]:
             fail(f"stream: {events} token events, done={done}, text equal={text == whole['text']}", log)
 
