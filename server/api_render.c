@@ -126,14 +126,40 @@ char *api_result_body(const api_render *rd, const queue_output *o, const queue_r
 
 cJSON *api_render_string_n(const char *s, size_t n)
 {
-    char *copy = malloc(n + 1);
-    if (!copy)
+    if (!memchr(s, 0, n)) {
+        char *copy = malloc(n + 1);
+        if (!copy)
+            return NULL;
+        memcpy(copy, s, n);
+        copy[n] = '\0';
+        cJSON *str = cJSON_CreateString(copy);
+        free(copy);
+        return str;
+    }
+    /* cJSON strings end at a NUL: write this one as JSON ourselves (U+0000 as \u0000), a raw item. At most 6 bytes
+     * per input byte, the quotes and the NUL. */
+    char *json = malloc(6 * n + 3), *p = json;
+    if (!json)
         return NULL;
-    memcpy(copy, s, n);
-    copy[n] = '\0';
-    cJSON *str = cJSON_CreateString(copy);
-    free(copy);
-    return str;
+    *p++ = '"';
+    for (size_t i = 0; i < n; i++) {
+        const unsigned char c = (unsigned char)s[i];
+        const char *named =
+            c == '\n' ? "n" : c == '\r' ? "r" : c == '\t' ? "t" : c == '\b' ? "b" : c == '\f' ? "f" : NULL;
+        if (c == '"' || c == '\\')
+            *p++ = '\\', *p++ = (char)c;
+        else if (named)
+            *p++ = '\\', *p++ = *named;
+        else if (c < 0x20)
+            p += sprintf(p, "\\u%04x", c);
+        else
+            *p++ = (char)c;
+    }
+    *p++ = '"';
+    *p = '\0';
+    cJSON *raw = cJSON_CreateRaw(json);
+    free(json);
+    return raw;
 }
 
 void api_render_sse(api_buf *b, cJSON *root)

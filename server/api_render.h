@@ -13,7 +13,8 @@ char *api_render_print(cJSON *root, size_t *len);
 void api_render_sse(api_buf *b, cJSON *root);
 void api_render_sse_done(api_buf *b);
 
-/* A JSON string of s[0, n) (one event's text is not NUL-terminated inside the output buffer). */
+/* A JSON string of s[0, n), valid UTF-8, NUL bytes included (U+0000, which byte-level tokens can decode to, as
+ * \u0000: a cJSON string would end there). */
 cJSON *api_render_string_n(const char *s, size_t n);
 
 /* {"prompt_tokens", "completion_tokens", "total_tokens"} and, when `cached`, "cached_tokens". */

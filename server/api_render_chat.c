@@ -72,7 +72,7 @@ char *api_render_chat_result(const api_render *rd, const queue_output *o, const 
     cJSON *root = chat_object(rd, "chat.completion");
     cJSON *message = cJSON_CreateObject();
     cJSON_AddStringToObject(message, "role", "assistant");
-    cJSON_AddStringToObject(message, "content", o->text ? o->text : "");
+    cJSON_AddItemToObject(message, "content", api_render_string_n(o->text ? o->text : "", o->text_len));
     cJSON *logprobs = rd->logprobs >= 0 ? logprobs_object(rd, o, 0, o->n_events) : NULL;
     cJSON_AddItemToArray(cJSON_AddArrayToObject(root, "choices"),
                          api_render_choice("message", message, logprobs, api_finish_name(rd->kind, res->finish)));

@@ -55,8 +55,8 @@ char *api_render_completions_result(const api_render *rd, const queue_output *o,
     cJSON *root = completion_object(rd);
     cJSON *choices = cJSON_AddArrayToObject(root, "choices");
     cJSON *logprobs = rd->logprobs >= 0 ? logprobs_object(rd, o, 0, o->n_events, 0) : NULL;
-    cJSON_AddItemToArray(choices, api_render_choice("text", cJSON_CreateString(o->text ? o->text : ""), logprobs,
-                                                    api_finish_name(rd->kind, res->finish)));
+    cJSON *text = api_render_string_n(o->text ? o->text : "", o->text_len);
+    cJSON_AddItemToArray(choices, api_render_choice("text", text, logprobs, api_finish_name(rd->kind, res->finish)));
     cJSON_AddItemToObject(root, "usage", api_render_usage(res, false));
     return api_render_print(root, len);
 }

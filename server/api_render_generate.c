@@ -46,7 +46,7 @@ char *api_render_generate_result(const api_render *rd, const queue_output *o, co
 {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "id", rd->id);
-    cJSON_AddStringToObject(root, "text", o->text ? o->text : "");
+    cJSON_AddItemToObject(root, "text", api_render_string_n(o->text ? o->text : "", o->text_len));
     cJSON *tokens = cJSON_AddArrayToObject(root, "tokens");
     for (int i = 0; i < o->n_events; i++)
         if (o->events[i].token >= 0)

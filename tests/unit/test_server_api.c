@@ -584,6 +584,39 @@ static void test_sse_bodies(void **state)
     api_buf_free(&b);
 }
 
+/* Generated text may hold U+0000 (byte-level vocabularies have a token for byte 0): whole bodies and stream events
+ * carry it as \u0000 with what follows, JSON-escaped as RFC 8259 says (a cJSON string would end at the NUL). */
+static void test_nul_in_generated_text(void **state)
+{
+    (void)state;
+    static const char text[] = " a\0b\"\\\n\x01";
+    queue_event events[2] = {{.token = 5, .text_off = 0, .text_len = 3}, {.token = 6, .text_off = 3, .text_len = 5}};
+    queue_output o = {.events = events, .n_events = 2, .text = (char *)text, .text_len = sizeof text - 1};
+    queue_result res = {.phase = QUEUE_FINISHED, .finish = FK_FINISH_LENGTH, .prompt_tokens = 1,
+                        .completion_tokens = 2};
+    const char *want = "\" a\\u0000b\\\"\\\\\\n\\u0001\"";
+    const api_kind kinds[] = {API_GENERATE, API_COMPLETIONS, API_CHAT};
+    for (int k = 0; k < 3; k++) {
+        api_render rd = {.kind = kinds[k], .id = "x-1", .model_name = "m", .logprobs = -1};
+        size_t len;
+        char *body = api_result_body(&rd, &o, &res, &len);
+        if (!strstr(body, want))
+            fail_msg("no %s in %s", want, body);
+        cJSON *root = cJSON_Parse(body);
+        assert_non_null(root);
+        cJSON_Delete(root);
+        free(body);
+    }
+    api_render rd = {.kind = API_GENERATE, .id = "gen-1", .model_name = "m", .logprobs = -1};
+    api_buf b = {0};
+    api_sse_events(&rd, &o, &b);
+    char ev[4][2048];
+    assert_int_equal(sse_payloads(&b, ev, 4), 2);
+    assert_string_equal(ev[0], "{\"text\":\" a\\u0000\",\"token\":5}");
+    assert_string_equal(ev[1], "{\"text\":\"b\\\"\\\\\\n\\u0001\",\"token\":6}");
+    api_buf_free(&b);
+}
+
 static void test_error_messages_stay_utf8(void **state)
 {
     (void)state;
@@ -634,7 +667,7 @@ int main(void)
         cmocka_unit_test(test_completion_fields), cmocka_unit_test(test_generation_values),
         cmocka_unit_test(test_prompt_lengths),    cmocka_unit_test(test_tokenize_fields),
         cmocka_unit_test(test_result_bodies),     cmocka_unit_test(test_sse_bodies),
-        cmocka_unit_test(test_error_messages_stay_utf8),
+        cmocka_unit_test(test_error_messages_stay_utf8), cmocka_unit_test(test_nul_in_generated_text),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
