@@ -48,7 +48,7 @@ typedef struct cuda_backend {
 #define BLAS_WORKSPACE_BYTES (32u << 20) /* what cuBLAS recommends for Hopper */
 #define GELU_BY_CUBLASLT_DEFAULT true
 #define SMALL_LINEAR_MAX_M_DEFAULT 16 /* the crossover against cuBLAS, kernels/bench/bench_linear (BENCHMARKS.md) */
-#define QUANT_SMALL_MAX_M_DEFAULT 16
+#define QUANT_SMALL_MAX_M_DEFAULT 32 /* two passes still beat dequantize + cuBLAS at 32 tokens (BENCHMARKS.md) */
 #define DEQUANT_SCRATCH_MB_DEFAULT 64
 
 typedef struct prefill_tile {

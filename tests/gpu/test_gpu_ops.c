@@ -220,7 +220,7 @@ static backend *cuda_with(const char *const env[2][2])
 }
 
 /* The paths a quantized linear can take, and the token counts that exercise each: our kernel on the packed weights
- * (up to 16 tokens; in passes of 16 up to 64 tokens with FK_QUANT_SMALL_MAX_M=64), or W dequantized to fp16 for
+ * (16 tokens a pass: up to 32 tokens by default, up to 64 with FK_QUANT_SMALL_MAX_M=64), or W dequantized to fp16 for
  * cuBLAS (above that; and everywhere with FK_QUANT_SMALL_MAX_M=0, here with a 1 MiB scratch so that large weights
  * go a chunk of rows at a time). ns[0] = 0: every count from 1 to 17, then ns[1..]. */
 static const struct {
