@@ -276,10 +276,16 @@ static void make_output(fake *f, const fk_tokenizer *tok, int n, int top, fk_fin
 {
     size_t off = 0;
     for (int i = 0; i < n; i++) {
-        int32_t id = 2 + (int32_t)tu_below(rng, 2000);
+        int32_t id;
         char *s = NULL;
         size_t len = 0;
-        assert_int_equal(fk_tokenizer_decode(tok, &id, 1, false, &s, &len, NULL), FK_OK);
+        /* Tokens whose text holds a NUL byte are drawn again: a cJSON string read back ends there, so these tests
+         * could not compare it (test_server_api's nul_in_generated_text checks how such text is written). */
+        do {
+            fk_free(s);
+            id = 2 + (int32_t)tu_below(rng, 2000);
+            assert_int_equal(fk_tokenizer_decode(tok, &id, 1, false, &s, &len, NULL), FK_OK);
+        } while (memchr(s, 0, len));
         assert_true(off + len < sizeof f->text);
         memcpy(f->text + off, s, len);
         fk_free(s);
