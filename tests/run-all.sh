@@ -33,7 +33,7 @@ for seeds in tests/fuzz/seeds/*/; do # one folder of seeds per harness, named as
         echo "run-all: fuzz_$name failed: the input is in build-fuzz/, the log in $log"
         exit 1
     fi
-    echo "run-all: fuzz_$name: $(grep -E '^#[0-9]+ +DONE' "$log")"
+    echo "run-all: fuzz_$name: $(grep -E '^#[0-9]+[[:space:]]+DONE' "$log")"
     rm -rf "$corpus"
 done
 echo "run-all: all tests passed"
