@@ -10,8 +10,9 @@
 openai_venv
 start_server chat-openai
 
-"$VENV/bin/python" - "$BASE" "$FK_SOURCE_ROOT/deploy/demo-model" "$FK_SOURCE_ROOT/README.md" <<'PY' ||
-    fail "the openai client checks failed"
+demo=$FK_SOURCE_ROOT/deploy/demo-model
+# (`|| fail` on this line: after a line break it would start the here-document, and python would run `fail ...`)
+"$VENV/bin/python" - "$BASE" "$demo" "$FK_SOURCE_ROOT/README.md" <<'PY' || fail "the openai client checks failed"
 import contextlib
 import io
 import json
