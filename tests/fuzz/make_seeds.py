@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
 """make_seeds.py — writes the seed corpora of the fuzz harnesses (tests/fuzz/seeds/<harness>/) from the fixtures:
 small valid instances of each input, taken from or shaped like the real files, so that the fuzzers start from inputs
-that reach deep into the parsers. The tokenizer harness's seeds (seeds/tokenizer) are older and kept as they are.
+that reach deep into the parsers. The tokenizer harness's seeds (seeds/tokenizer) are older and kept as they are;
+so are the inputs of past findings (files named regression-*), kept in their harness's folder.
 
     python3 tests/fuzz/make_seeds.py        # from the repository root; rewrites the other seed folders
 """
 import glob
 import json
 import os
-import shutil
 import struct
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -17,9 +17,12 @@ OUT = os.path.join(ROOT, "tests", "fuzz", "seeds")
 
 
 def folder(name):
+    """Empties seeds/<name> except its regression-* inputs (past findings), and returns its path."""
     path = os.path.join(OUT, name)
-    shutil.rmtree(path, ignore_errors=True)
-    os.makedirs(path)
+    os.makedirs(path, exist_ok=True)
+    for entry in os.listdir(path):
+        if not entry.startswith("regression-"):
+            os.remove(os.path.join(path, entry))
     return path
 
 
