@@ -25,7 +25,8 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: flashkernel-server [--model DIR] [--host ADDR] [--port N] [--device cpu|cuda|auto] [--threads N]\n"
             "                          [--quantization none|int8|int4] [--quantize-lm-head]\n"
-            "                          [engine options] [--max-queue N] [--max-body-bytes N]\n"
+            "                          [engine options] [--max-queue N] [--max-concurrent-requests N]\n"
+            "                          [--max-body-bytes N]\n"
             "                          [--api-key KEY | --api-key-file F] [--served-model-name NAME]\n"
             "                          [--shutdown-timeout S] [--max-connections N] [--max-connections-per-ip N]\n"
             "                          [--timeout S] [--http-threads N] [--sse-ping-interval S]\n"
@@ -41,6 +42,10 @@ static void usage(FILE *f)
             "  --threads N         CPU backend threads (default: one per core)\n"
             "%s%s"
             "  --max-queue N       requests waiting for the engine before new ones get 429 (default 1024)\n"
+            "  --max-concurrent-requests N\n"
+            "                      requests admitted at once, waiting or running, before new ones get 429\n"
+            "                      (default 0: only --max-queue limits them); equal to --max-num-seqs, every\n"
+            "                      admitted request starts at once, so a burst cannot delay its first token\n"
             "  --max-body-bytes N  largest request body (default 1048576); larger ones get 413\n"
             "  --api-key KEY       require \"Authorization: Bearer KEY\" on every route but /health\n"
             "  --api-key-file F    the same, with the key read from the first line of F\n"
@@ -251,14 +256,14 @@ typedef struct options {
     fk_model_params mp;
     fk_engine_params ep;
     http_options http;
-    int max_queue;
+    int max_queue, max_concurrent;
     double shutdown_timeout;
 } options;
 
 enum {
     OPT_MODEL = 1, OPT_HOST, OPT_PORT, OPT_DEVICE, OPT_THREADS, OPT_MAX_QUEUE, OPT_MAX_BODY, OPT_API_KEY,
     OPT_API_KEY_FILE, OPT_SERVED_NAME, OPT_SHUTDOWN_TIMEOUT, OPT_MAX_CONNECTIONS, OPT_MAX_PER_IP, OPT_TIMEOUT,
-    OPT_HTTP_THREADS, OPT_SSE_PING, OPT_CHAT_TEMPLATE, OPT_HELP, N_OPTS = OPT_HELP,
+    OPT_HTTP_THREADS, OPT_SSE_PING, OPT_CHAT_TEMPLATE, OPT_MAX_CONCURRENT, OPT_HELP, N_OPTS = OPT_HELP,
 };
 
 static bool read_key_file(const char *path, options *o)
@@ -329,6 +334,7 @@ static int parse_flags(int argc, char **argv, options *o)
         {"device", required_argument, 0, OPT_DEVICE},
         {"threads", required_argument, 0, OPT_THREADS},
         {"max-queue", required_argument, 0, OPT_MAX_QUEUE},
+        {"max-concurrent-requests", required_argument, 0, OPT_MAX_CONCURRENT},
         {"max-body-bytes", required_argument, 0, OPT_MAX_BODY},
         {"api-key", required_argument, 0, OPT_API_KEY},
         {"api-key-file", required_argument, 0, OPT_API_KEY_FILE},
@@ -358,6 +364,9 @@ static int parse_flags(int argc, char **argv, options *o)
         case OPT_DEVICE: ok = cli_parse_device(optarg, &o->mp.device); break;
         case OPT_THREADS: ok = cli_parse_int("--threads", optarg, 1, 4096, &o->mp.n_threads); break;
         case OPT_MAX_QUEUE: ok = cli_parse_int("--max-queue", optarg, 1, 1 << 24, &o->max_queue); break;
+        case OPT_MAX_CONCURRENT:
+            ok = cli_parse_int("--max-concurrent-requests", optarg, 0, 1 << 24, &o->max_concurrent);
+            break;
         case OPT_MAX_BODY:
             ok = cli_parse_int("--max-body-bytes", optarg, 1, INT_MAX, &v);
             o->http.max_body_bytes = (size_t)v;
@@ -457,7 +466,7 @@ int main(int argc, char **argv)
         log_info("warning: --max-connections %u but only %llu file descriptors (ulimit -n)", o.http.max_connections,
                  (unsigned long long)files.rlim_cur);
 
-    queue *q = queue_create(o.max_queue, &http_queue_hooks);
+    queue *q = queue_create(o.max_queue, o.max_concurrent, &http_queue_hooks);
     const routes_config rc_cfg = {.api_key = o.api_key, .model_name = name, .max_body_bytes = o.http.max_body_bytes};
     routes *rt = q ? routes_create(&rc_cfg, q) : NULL;
     char err[512] = "out of memory";

@@ -3,6 +3,7 @@
  * only mutexes and condition variables; see queue.h for ownership and lock order. */
 #include "queue.h"
 
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@ struct queue {
     pthread_cond_t idle_cv; /* queue_wait_idle waits here for the last request to go */
     queue_hooks hooks;
     int max_queue;
+    int max_in_flight; /* 0: no cap but max_queue */
 
     queue_state state;
     double deadline;
@@ -24,6 +26,7 @@ struct queue {
 
     queue_request *live_head;
     int n_live;
+    int n_in_flight; /* pushed and not yet released: waiting, running, or sending their last bytes */
     uint64_t next_serial;
 
     fk_engine_stats stats;
@@ -90,7 +93,7 @@ static bool output_append(queue_output *o, const fk_token_event *ev)
 
 /* ---- the queue ---- */
 
-queue *queue_create(int max_queue, const queue_hooks *hooks)
+queue *queue_create(int max_queue, int max_in_flight, const queue_hooks *hooks)
 {
     queue *q = calloc(1, sizeof *q);
     if (!q)
@@ -104,6 +107,7 @@ queue *queue_create(int max_queue, const queue_hooks *hooks)
     pthread_condattr_destroy(&attr);
     q->hooks = *hooks;
     q->max_queue = max_queue;
+    q->max_in_flight = max_in_flight;
     q->state = QUEUE_LOADING;
     q->next_serial = 1;
     metrics_init(&q->metrics);
@@ -159,11 +163,13 @@ queue_push_result queue_push(queue *q, queue_request *r)
     queue_push_result res = QUEUE_PUSHED;
     if (q->state != QUEUE_SERVING)
         res = QUEUE_NOT_SERVING;
-    else if (q->n_pending + q->stats.waiting >= q->max_queue)
+    else if (q->n_pending + q->stats.waiting >= q->max_queue ||
+             (q->max_in_flight && q->n_in_flight >= q->max_in_flight))
         res = QUEUE_FULL;
     else {
         atomic_fetch_add(&r->refs, 1);
         r->pushed = true;
+        q->n_in_flight++;
         if (q->pending_tail)
             q->pending_tail->pending_next = r;
         else
@@ -247,7 +253,10 @@ void queue_release(queue_request *r)
         q->live_head = r->live_next;
     if (r->live_next)
         r->live_next->live_prev = r->live_prev;
-    if (--q->n_live == 0)
+    if (r->pushed)
+        q->n_in_flight--;
+    const bool idle = --q->n_live == 0;
+    if (idle)
         pthread_cond_broadcast(&q->idle_cv);
     pthread_mutex_unlock(&q->mu);
     free(r->prompt);
@@ -256,6 +265,10 @@ void queue_release(queue_request *r)
     queue_output_free(&r->out);
     pthread_mutex_destroy(&r->mu);
     free(r);
+    /* The last request gone: what a burst allocated (its connections' buffers, outputs) is free in malloc's arenas;
+     * give it back to the system, or the server's resident size stays at its highest burst for good. */
+    if (idle)
+        malloc_trim(0);
 }
 
 queue_request *queue_find(queue *q, uint64_t serial)

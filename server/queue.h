@@ -123,7 +123,9 @@ struct queue_request {
     double last_poll; /* when the consumer last took something (for pings) */
 };
 
-queue *queue_create(int max_queue, const queue_hooks *hooks);
+/* max_queue: requests waiting (pending here or in the engine's queue) at most; max_in_flight: requests pushed and not
+ * yet released (waiting, running or sending their last bytes) at most, 0 for no such cap. */
+queue *queue_create(int max_queue, int max_in_flight, const queue_hooks *hooks);
 /* After every request is released. */
 void queue_destroy(queue *q);
 
@@ -134,7 +136,8 @@ queue_request *queue_request_create(queue *q, void *consumer, bool stream);
 
 typedef enum queue_push_result { QUEUE_PUSHED, QUEUE_FULL, QUEUE_NOT_SERVING } queue_push_result;
 /* Hands the request to the engine thread (which takes its own reference). QUEUE_FULL when max_queue requests are
- * already waiting (pending here or in the engine's queue); QUEUE_NOT_SERVING outside QUEUE_SERVING. */
+ * already waiting (pending here or in the engine's queue) or max_in_flight are in flight; QUEUE_NOT_SERVING outside
+ * QUEUE_SERVING. */
 queue_push_result queue_push(queue *q, queue_request *r);
 
 /* Takes what is new for the consumer: swaps the request's output with *out (cleared first) and fills *res. A stream

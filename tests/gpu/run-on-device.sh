@@ -226,7 +226,7 @@ case " $steps " in *" soak "*)
 esac
 case " $steps " in *" overload "*)
     reliability overload overload.py --loadtest /tmp/fk-native/loadtest/flashkernel-loadtest --model /tmp/llama-1b \
-        --max-num-seqs 256 --max-queue 256 --connections 2000 --prompt-len 128 --max-tokens 64 ;;
+        --max-num-seqs 256 --capacity 256 --connections 2000 --prompt-len 128 --max-tokens 64 ;;
 esac
 case " $steps " in *" faults "*)
     reliability faults faults.py --cli /tmp/fk-native/tools/flashkernel --model /tmp/llama-1b --big-model /tmp/llama-1b ;;

@@ -179,4 +179,25 @@ if ! ldd "$FK_SERVER" | grep -q libasan; then
 fi
 expect_healthy "after row 34"
 stop_server
+
+note "--max-concurrent-requests: running requests count too (room for 4 sequences, one request in flight at most)"
+start_server inflight --max-num-seqs 4 --max-concurrent-requests 1
+curl -sN "$BASE/generate" -d '{"prompt":"ROMEO:","max_tokens":1500,"ignore_eos":true,"stream":true}' \
+    >"$WORK/long" &
+long=$!
+sleep 0.5
+for i in $(seq 1 4); do
+    code=$(curl -s -o "$WORK/b$i" -w '%{http_code}' "$BASE/generate" -d '{"prompt":"ROMEO:","max_tokens":4}')
+    [ "$code" = 429 ] || fail "in-flight cap: request $i beside a running one got $code: $(cat "$WORK/b$i")"
+done
+wait "$long"
+grep -q '^data: \[DONE\]' "$WORK/long" || fail "in-flight cap: the running request did not finish"
+idle_engine "in-flight cap"
+for i in $(seq 1 20); do # the finished stream counts until its connection is done with it
+    code=$(curl -s -o "$WORK/b0" -w '%{http_code}' "$BASE/generate" -d '{"prompt":"ROMEO:","max_tokens":4}')
+    [ "$code" = 429 ] || break
+    sleep 0.1
+done
+[ "$code" = 200 ] || fail "in-flight cap: a request after the running one ended got $code: $(cat "$WORK/b0")"
+stop_server
 echo "smoke_limits: ok"

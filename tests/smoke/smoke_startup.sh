@@ -22,7 +22,7 @@ startup_fails() {
 note "flags"
 "$FK_SERVER" --help >"$WORK/help.txt" || fail "--help failed"
 for flag in --model --host --port --device --max-num-seqs --max-num-batched-tokens --block-size --kv-cache-mb \
-    --max-queue --max-body-bytes --api-key --api-key-file --served-model-name --shutdown-timeout \
+    --max-queue --max-concurrent-requests --max-body-bytes --api-key --api-key-file --served-model-name --shutdown-timeout \
     --gpu-memory-utilization --max-model-len FLASHKERNEL_FAULT_AFTER_STEPS; do
     grep -q -- "$flag" "$WORK/help.txt" || fail "--help does not mention $flag"
 done

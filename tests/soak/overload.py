@@ -2,11 +2,12 @@
 """overload.py — flashkernel-server past its capacity (docs/RELIABILITY.md, "Overload"):
 
   tests/soak/overload.py --server BIN --loadtest BIN [--model DIR] [--device cpu|cuda] [--max-num-seqs S]
-                         [--max-queue Q] [--connections N] [--prompt-len P] [--max-tokens M] [--out DIR]
+                         [--capacity C] [--connections N] [--prompt-len P] [--max-tokens M] [--out DIR]
 
-The server runs with --max-queue Q and --max-num-seqs S >= Q. Requests that arrive together all wait for the engine
-at first, so the queue cap is what a burst can get in: its capacity is Q requests, which then all run at once (S >= Q);
-more get 429. With flashkernel-loadtest (one streamed request per client, all clients starting together, ignore_eos):
+The server runs with --max-concurrent-requests C and --max-num-seqs S >= C: its capacity is C requests in flight,
+which all run at once; more get 429. (A cap on waiting requests alone, --max-queue, admits S running ones plus the
+queue, and the queued ones wait for a running one to finish: their first token comes a whole request later.) With
+flashkernel-loadtest (one streamed request per client, all clients starting together, ignore_eos):
   1. at capacity: Q requests at once (after one such burst not recorded, the warm-up) — the "unloaded" p99 time to
      first token, the server full but not past it;
   2. a burst of 3 x capacity at once;
@@ -36,7 +37,7 @@ def parse_args():
     ap.add_argument("--model", default="")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--max-num-seqs", type=int, default=8)
-    ap.add_argument("--max-queue", type=int, default=8)
+    ap.add_argument("--capacity", type=int, default=8)
     ap.add_argument("--connections", type=int, default=2000)
     ap.add_argument("--prompt-len", type=int, default=32)
     ap.add_argument("--max-tokens", type=int, default=32)
@@ -77,19 +78,19 @@ def burst(a, s, name, clients):
 
 def main():
     a = parse_args()
-    if a.max_num_seqs < a.max_queue:
-        sys.exit("overload: --max-num-seqs must be at least --max-queue (every admitted request runs at once)")
+    if a.max_num_seqs < a.capacity:
+        sys.exit("overload: --max-num-seqs must be at least --capacity (every admitted request runs at once)")
     os.makedirs(a.out, exist_ok=True)
     limit = fkserver.raise_fd_limit(a.connections + 1024)
     started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     s = fkserver.Server(a.server, a.model, a.device, os.path.join(a.out, "server.log"),
-                        ["--max-num-seqs", str(a.max_num_seqs), "--max-queue", str(a.max_queue),
+                        ["--max-num-seqs", str(a.max_num_seqs), "--max-concurrent-requests", str(a.capacity),
                          "--max-connections-per-ip", str(a.connections + 1024)])
     if not s.wait_healthy(900):
         print(s.log_text()[-3000:])
         s.kill()
         sys.exit("overload: the server did not become healthy")
-    capacity = a.max_queue
+    capacity = a.capacity
     try:
         fds_before = s.fds()
         burst(a, s, "warmup", capacity)  # not recorded: first-use costs (pages, caches, graphs) stay out
@@ -122,7 +123,7 @@ def main():
                    "rss_growth_under_1pct_or_50MB": growth < 0.01 * rss_before or growth < 50 * 1024,
                    "exit_0": rc == 0})
     summary = {"started": started, "command": sys.argv, "device": a.device, "fd_limit": limit,
-               "max_num_seqs": a.max_num_seqs, "max_queue": a.max_queue, "capacity": capacity, "phases": phases,
+               "max_num_seqs": a.max_num_seqs, "capacity": capacity, "phases": phases,
                "rss_kb": {"before": rss_before, "after": rss_after}, "fds": {"before": fds_before, "after": fds_after},
                "idle_after": idle, "server_exit": rc, "checks": checks, "pass": all(checks.values())}
     with open(os.path.join(a.out, "summary.json"), "w") as f:

@@ -1,7 +1,7 @@
 /* test_server_queue.c — server/queue.c: the hand-off between HTTP threads and the engine thread (states, the queue
- * cap, cancels before and after the engine takes a request, references), the consumer's park/wake protocol (a poll
- * with nothing parks, the producer's next change wakes, exactly once), pings, disconnects, closing, and a producer
- * and consumer on two threads passing 20,000 events with no wake-up lost. */
+ * cap and the in-flight cap, cancels before and after the engine takes a request, references), the consumer's
+ * park/wake protocol (a poll with nothing parks, the producer's next change wakes, exactly once), pings, disconnects,
+ * closing, and a producer and consumer on two threads passing 20,000 events with no wake-up lost. */
 #include <pthread.h>
 #include <sched.h>
 #include <semaphore.h>
@@ -54,7 +54,7 @@ static fk_token_event token(int32_t id, const char *text, fk_finish_reason finis
 
 static queue *serving(int max_queue)
 {
-    queue *q = queue_create(max_queue, &hooks);
+    queue *q = queue_create(max_queue, 0, &hooks);
     assert_non_null(q);
     queue_serve(q);
     return q;
@@ -64,7 +64,7 @@ static void test_states(void **state)
 {
     (void)state;
     consumer c = {0};
-    queue *q = queue_create(4, &hooks);
+    queue *q = queue_create(4, 0, &hooks);
     assert_int_equal(queue_get_state(q), QUEUE_LOADING);
     queue_request *r = queue_request_create(q, &c, false);
     assert_int_equal(queue_push(q, r), QUEUE_NOT_SERVING);
@@ -127,6 +127,48 @@ static void test_queue_cap(void **state)
         queue_release(r[i]);
     assert_true(queue_wait_idle(q, now_s()));
     queue_destroy(q);
+}
+
+/* max_in_flight counts requests from their push to their last release, whether they wait or run. */
+static void in_flight_cap(int cap)
+{
+    consumer c = {0};
+    queue *q = queue_create(1000, cap, &hooks);
+    assert_non_null(q);
+    queue_serve(q);
+    queue_request *r[8];
+    for (int i = 0; i <= cap; i++)
+        r[i] = queue_request_create(q, &c, false);
+    for (int i = 0; i < cap; i++)
+        assert_int_equal(queue_push(q, r[i]), QUEUE_PUSHED);
+    assert_int_equal(queue_push(q, r[cap]), QUEUE_FULL);
+    queue_work w;
+    queue_take(q, false, &w);
+    metrics m;
+    metrics_init(&m);
+    fk_engine_stats st = {.running = cap}; /* all running now, none waiting: still full */
+    queue_publish(q, &st, &m);
+    assert_int_equal(queue_push(q, r[cap]), QUEUE_FULL);
+    queue_deliver(r[0], &(fk_token_event){.token = -1, .finish = FK_FINISH_LENGTH}, 0);
+    queue_release(r[0]); /* the engine's reference: the HTTP side still sends the response */
+    assert_int_equal(queue_push(q, r[cap]), QUEUE_FULL);
+    queue_release(r[0]); /* the response sent */
+    assert_int_equal(queue_push(q, r[cap]), QUEUE_PUSHED);
+    queue_take(q, true, &w);
+    for (int i = 1; i <= cap; i++) {
+        queue_reject(r[i], FK_ERR_INVALID_ARGUMENT, "x");
+        queue_release(r[i]);
+        queue_release(r[i]);
+    }
+    assert_true(queue_wait_idle(q, now_s()));
+    queue_destroy(q);
+}
+
+static void test_in_flight_cap(void **state)
+{
+    (void)state;
+    for (int cap = 1; cap <= 7; cap++)
+        in_flight_cap(cap);
 }
 
 static void test_stream_protocol(void **state)
@@ -437,6 +479,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_states),
         cmocka_unit_test(test_queue_cap),
+        cmocka_unit_test(test_in_flight_cap),
         cmocka_unit_test(test_stream_protocol),
         cmocka_unit_test(test_plain_request_waits_for_the_end),
         cmocka_unit_test(test_rejection_and_cancels),
