@@ -32,7 +32,6 @@
 #include <cuda_fp16.h>
 #include <cuda_profiler_api.h>
 #include <cuda_runtime.h>
-#include <nvtx3/nvToolsExt.h>
 
 #include "kernels.h"
 
@@ -390,8 +389,6 @@ template <typename F> void bench::run(row &r, size_t buffer_bytes, F call)
     size_t free_b, total_b;
     CHECK(cudaMemGetInfo(&free_b, &total_b));
     r.mem_bytes = (double)buffer_bytes, r.device_used_bytes = (double)(total_b - free_b);
-    const std::string name = r.kernel + (r.variant.empty() ? "" : " " + r.variant) + " " + r.config();
-    nvtxRangePushA(name.c_str());
     for (int i = 0; i < opt.warmup; i++)
         launched(r, call());
     for (int i = 0; i < opt.iters; i++) {
@@ -406,7 +403,6 @@ template <typename F> void bench::run(row &r, size_t buffer_bytes, F call)
         CHECK(cudaEventRecord(stop[i], stream));
     }
     launched(r, cudaStreamSynchronize(stream));
-    nvtxRangePop();
     std::vector<double> us(opt.iters);
     for (int i = 0; i < opt.iters; i++) {
         float ms;
@@ -1035,13 +1031,22 @@ static void every_kernel(bench &b)
     bench_sample(b);
 }
 
+// A selection that matches nothing (a misspelt --only) is an error, not an empty result.
+static bool selected_any(const bench &b, size_t n_rows)
+{
+    if (n_rows == 0)
+        fprintf(stderr, "bench_kernels: no row matches --only %s%s\n", b.opt.only ? b.opt.only : "(none)",
+                b.opt.main_only ? " with --main" : "");
+    return n_rows > 0;
+}
+
 int main(int argc, char **argv)
 {
     bench b;
     b.opt = parse_options(argc, argv);
     if (b.opt.list) {
         every_kernel(b);
-        return b.n_listed ? 0 : 1;
+        return selected_any(b, (size_t)b.n_listed) ? 0 : 1;
     }
     int devices = 0;
     const cudaError_t e = cudaGetDeviceCount(&devices);
@@ -1095,11 +1100,8 @@ int main(int argc, char **argv)
 
     every_kernel(b);
     printf("\n%zu rows (* = main configuration)\n", b.rows.size());
-    if (b.rows.empty()) {
-        fprintf(stderr, "bench_kernels: no row was timed (--only %s%s)\n", b.opt.only ? b.opt.only : "-",
-                b.opt.main_only ? ", --main" : "");
+    if (!selected_any(b, b.rows.size()))
         return 1;
-    }
 
     if (json) {
         write_json(json, b, info);
