@@ -11,10 +11,12 @@
 // cuBLAS fp16 GEMM TFLOP/s. Programmatic dependent launch is on, as the backend has it by default.
 //
 // Runtime on an H100, estimated from the bytes and flops of the rows below (memory at ~2.7 TB/s, attention at
-// ~400 TFLOP/s): 410 rows, each 1,100 calls; a timed call costs the flush (a 100 MB memset, ~40 us) and a few us of
-// launches besides the kernel, ~60 ms a row (~25 s in all); the kernels themselves add ~20 s of prefill (6.6e15 flops
-// over its 48 rows), ~7 s of decode (18 GB of K and V per call set) and ~6 s of linears (2.2 GB of fp16 weights per
-// m, half and a quarter of it quantized). About 1 minute in all; --main (20 rows) a few seconds.
+// ~400 TFLOP/s): 410 rows of 1,100 calls; a timed call costs the flush (a 100 MB memset, ~40 us) and a few us of
+// launches besides the kernel: ~60 ms a row, ~25 s in all. The kernels add ~20 s of prefill (7e12 flops a pass over
+// its 48 rows), ~7 s of decode (18 GB of K and V a pass over its 44 rows) and ~6 s of linears (2.2 GB of fp16
+// weights a pass over the layers, half and a quarter of that quantized, at each of 4 m). About 1 minute in all
+// (~1.5 with allocation and the ceilings); --main (20 rows) a few seconds. Peak memory: the 4 GiB of the copy
+// ceiling, then ~4.4 GB (decode at batch 256 x 4096 of head_dim 128).
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -57,7 +59,7 @@ static const char USAGE[] =
     "usage: bench_kernels [options]\n"
     "Times every FlashKernel launcher (100 warm-up, 1,000 timed calls, L2 flushed before each) and prints a table.\n"
     "  --json PATH    also write the results as JSON (ours.json, read by peers.py and report.py)\n"
-    "  --only SUBSTR  only kernels whose launcher name contains SUBSTR (e.g. k_attention_decode)\n"
+    "  --only SUBSTR  only rows whose \"launcher variant\" contains SUBSTR (k_attention_decode, k_sample top_p)\n"
     "  --main         only each kernel's main configuration\n"
     "  --warmup N     warm-up calls per row (default 100)\n"
     "  --iters N      timed calls per row (default 1000)\n"
@@ -100,28 +102,23 @@ static long long number_arg(const char *flag, const char *value, long long lo, l
 static options parse_options(int argc, char **argv)
 {
     options o;
+    const struct {
+        const char *name;
+        bool *flag, value;
+    } switches[] = {{"--main", &o.main_only, true}, {"--no-flush", &o.flush, false}, {"--ncu", &o.ncu, true},
+                    {"--list", &o.list, true}};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             fputs(USAGE, stdout);
             exit(0);
         }
-        if (!strcmp(a, "--main")) {
-            o.main_only = true;
+        bool is_switch = false;
+        for (const auto &s : switches)
+            if (!strcmp(a, s.name))
+                *s.flag = s.value, is_switch = true;
+        if (is_switch)
             continue;
-        }
-        if (!strcmp(a, "--no-flush")) {
-            o.flush = false;
-            continue;
-        }
-        if (!strcmp(a, "--ncu")) {
-            o.ncu = true;
-            continue;
-        }
-        if (!strcmp(a, "--list")) {
-            o.list = true;
-            continue;
-        }
         const bool takes_value = !strcmp(a, "--json") || !strcmp(a, "--only") || !strcmp(a, "--warmup") ||
                                  !strcmp(a, "--iters") || !strcmp(a, "--seed") || !strcmp(a, "--commit");
         if (!takes_value)
@@ -142,7 +139,9 @@ static options parse_options(int argc, char **argv)
         else
             o.seed = (unsigned long long)number_arg(a, v, 0, 0x7fffffffffffffffLL), o.seeded = true;
     }
-    if (o.ncu) // one profiled call, the data as the kernel left it (the flush would be profiled state, not ours)
+    if (o.list && o.json)
+        usage_error("--list times nothing, so it writes no JSON: drop --json", o.json);
+    if (o.ncu) // one profiled call; ncu flushes the caches before it itself (--cache-control all, its default)
         o.warmup = 2, o.iters = 1, o.flush = false;
     if (!o.commit)
         o.commit = getenv("FK_COMMIT") && *getenv("FK_COMMIT") ? getenv("FK_COMMIT") : "unknown";
@@ -278,7 +277,8 @@ struct bench {
     // Whether to time row r (selected and not --list; --list prints it instead).
     bool wanted(const row &r)
     {
-        if ((opt.only && !strstr(r.kernel.c_str(), opt.only)) || (opt.main_only && !r.main))
+        const std::string name = r.kernel + (r.variant.empty() ? "" : " " + r.variant);
+        if ((opt.only && !strstr(name.c_str(), opt.only)) || (opt.main_only && !r.main))
             return false;
         if (!opt.list)
             return true;
