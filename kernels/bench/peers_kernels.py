@@ -100,7 +100,7 @@ def sample_top_p_eager(logits, u, temperature, top_p):
     cum = sw.cumsum(-1)
     j = torch.searchsorted(cum, top_p * cum[:, -1:]).clamp(max=w.shape[-1] - 1)
     kept = torch.where(w >= sw.gather(-1, j), w, 0.0).cumsum(-1)
-    return torch.searchsorted(kept, u[:, None] * kept[:, -1:], right=True).clamp(max=w.shape[-1] - 1)
+    return torch.searchsorted(kept, u[:, None] * kept[:, -1:], right=True).clamp(max=w.shape[-1] - 1)[:, 0]
 
 
 def dequant_int8(data, scales):
@@ -246,7 +246,7 @@ def row_peers(row):
         if p["model"] == "gpt2":
             return {"eager": [(lambda i, t, ps, pt: F.embedding(i, t) + F.embedding(ps, pt),
                                (ids, tok, randint(1024, n), randn(1024, d)), "")]}
-        return {"eager": [(F.embedding, (ids, tok), "")]}
+        return {"eager": [(lambda i, t: F.embedding(i, t), (ids, tok), "")]}
     if kernel == "k_add_rms_norm":
         n, d = p["n"], m["d"]
         return {"eager": [(rms_norm_eager, (randn(n, d), randn(n, d), randn(d), 1e-5), "")]}
@@ -271,7 +271,7 @@ def row_peers(row):
                 randn(blocks, Hkv, BLOCK, D))
         return {"eager": [(rope_store_eager(H, Hkv, D), args, "")]}
     if kernel == "k_gather_rows":
-        return {"eager": [(torch.index_select, (randn(4096, m["d"]), 0, randint(4096, p["m"])), "")]}
+        return {"eager": [(lambda x, rows: x.index_select(0, rows), (randn(4096, m["d"]), randint(4096, p["m"])), "")]}
     if kernel == "k_half_to_float":
         return {"eager": [(lambda x: x.float(), (randn(p["rows"] * p["vocab"]),), "")]}
     if kernel == "k_float_to_half":
@@ -451,7 +451,8 @@ def measure_row(row, ident, label, args, flush, done, shared, start):
         print(f"{label}: {peer} {msg}", flush=True)
         key = share_key(row, peer)
         if key is not None and "us" in r:
-            shared[key] = {**r, "note": (r.get("note", "") + f"; same measurement as {ident[1]} {ident[2]}").strip("; ")}
+            same = " ".join(x for x in ident if x)
+            shared[key] = {**r, "note": (r.get("note", "") + f"; same measurement as {same}").strip("; ")}
         out.append(r)
     return out
 

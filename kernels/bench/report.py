@@ -97,6 +97,10 @@ def summary_table(rows, pmap, ceil):
         _, _, pct = roofline(r, ceil)
         cells = [peer_cell(r["us"]["p50"], pmap.get(ident(r), {}).get(p)) for p in cols]
         lines.append("| " + " | ".join([label(r), r["config"], fmt_us(r["us"]["p50"]), f"{pct:.0f}"] + cells) + " |")
+    compile_s = [f"{label(r)} {pmap[ident(r)]['compile']['compile_s']:.0f}" for r in main
+                 if "compile_s" in pmap.get(ident(r), {}).get("compile", {})]
+    if compile_s:
+        lines += ["", "torch.compile's first call (compilation and autotuning), seconds: " + ", ".join(compile_s) + "."]
     return lines + [""]
 
 

@@ -265,7 +265,7 @@ for step in kernels-peers kernels-compile; do
         [ -f "$kd/ours.json" ] || { note "$step: no $kd/ours.json (run the kernels step first on this machine)"; continue; }
         python3 kernels/bench/peers.py kernels --ours "$kd/ours.json" --json "$kd/peers.json" --compile $mode --resume \
             --budget "${FK_PEERS_BUDGET:-400}" >"$out/$step.log" 2>&1 || note "peers.py kernels --compile $mode: FAILED ($(tail -1 "$out/$step.log"))"
-        note "$step: $(grep -c 'us p50' "$out/$step.log") peers measured, $(grep -c 'skipped (--budget' "$out/$step.log") rows left for the next call, $(grep -cE ': (eager|compile|cublas|sdpa[a-z_]*) (unavailable|not measured)' "$out/$step.log") unavailable"
+        note "$step: $(grep -c 'us p50' "$out/$step.log") peers measured, $(grep -c 'skipped (--budget' "$out/$step.log") rows left for the next call, $(grep -cE ': ((eager|compile|cublas|sdpa[a-z_]*) unavailable|cannot build)' "$out/$step.log") unavailable or not buildable"
         grep -E "compiled in" "$out/$step.log" | tee -a "$summary"
         kernels_report ;;
     esac
