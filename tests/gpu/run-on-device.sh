@@ -25,7 +25,7 @@
 #   llamacpp: wait for that build, convert bench-1b to GGUF (f16, Q8_0, Q4_0) and run llama-bench tg128 on each
 #   kernels:  docs/kernels.md's suite: bench_kernels (every launcher, every configuration; ours.json), Nsight Compute
 #             on each launcher's main configurations (profiles/*.csv, summary.md), and the tables and rooflines
-#             (report.py) in $OUT/kernels; ~5 min on an H100
+#             (report.py) in $OUT/kernels (expected to take a few minutes on an H100; not yet timed)
 #   kernels-peers: the PyTorch peers of ours.json (eager, cuBLAS, SDPA) into peers.json, then the report again;
 #             kernels-compile: the torch.compile(mode="max-autotune") peer on the main rows, likewise. Each stops
 #             starting rows after FK_PEERS_BUDGET seconds (default 400, so that one call fits in 10 minutes) and
