@@ -5,6 +5,9 @@
   peers.py attention           PyTorch SDPA on bench_attention's shapes (prefill: the flash and cuDNN backends)
   peers.py linear_gelu         F.gelu(F.linear(x, w, b), approximate="tanh") on bench_linear_gelu's shapes
   peers.py generate MODEL_DIR  Hugging Face transformers generate(): batch 1, 128 prompt / 128 new tokens, greedy
+  peers.py kernels --ours ours.json --json peers.json [--compile main|none|only] [--only KERNEL] [--resume]
+                               eager, torch.compile, cuBLAS and SDPA on every row of bench_kernels' ours.json
+                               (peers_kernels.py; `peers.py kernels --help`)
 """
 import sys
 import time
@@ -92,7 +95,15 @@ def generate(model_dir):
 
 
 if __name__ == "__main__":
-    if sys.argv[1] == "attention":
+    if sys.argv[1] == "kernels":
+        import argparse
+
+        import peers_kernels
+        parser = argparse.ArgumentParser(prog="peers.py kernels", description=peers_kernels.__doc__,
+                                         formatter_class=argparse.RawDescriptionHelpFormatter)
+        peers_kernels.add_arguments(parser)
+        peers_kernels.run(parser.parse_args(sys.argv[2:]))
+    elif sys.argv[1] == "attention":
         attention()
     elif sys.argv[1] == "linear_gelu":
         linear_gelu()

@@ -3,7 +3,7 @@
 # ninja there; Debian .deb files carried in .deps by `deploy/offline-deps.sh download .deps`, and ../shared/peers
 # copied to .peers for the peer steps).
 #   tests/gpu/run-on-device.sh [test] [sanitize] [bench] [quant] [profile] [server] [serving] [llamacpp-start]
-#                              [llamacpp]   (default: test sanitize bench server)
+#                              [llamacpp] [kernels] [kernels-peers] [kernels-compile] (default: test sanitize bench server)
 #   test:     build natively (sm_90a) and as compute_75 PTX only (the T4 path, JIT-compiled by the driver) and run
 #             the gpu suite on both
 #   sanitize: compute-sanitizer memcheck (leak check), racecheck, initcheck and synccheck on the op tests
@@ -23,6 +23,15 @@
 #   llamacpp-start: start building llama.cpp (.peers/build-llama-cpp.sh, ~9 min) in its own session, so it goes on
 #             after this command returns (the next command must come within the machine's idle time)
 #   llamacpp: wait for that build, convert bench-1b to GGUF (f16, Q8_0, Q4_0) and run llama-bench tg128 on each
+#   kernels:  docs/kernels.md's suite: bench_kernels (every launcher, every configuration; ours.json), Nsight Compute
+#             on each launcher's main configurations (profiles/*.csv, summary.md), and the tables and rooflines
+#             (report.py) in $OUT/kernels (expected to take a few minutes on an H100; not yet timed)
+#   kernels-peers: the PyTorch peers of ours.json (eager, cuBLAS, SDPA) into peers.json, then the report again;
+#             kernels-compile: the torch.compile(mode="max-autotune") peer on the main rows, likewise. Each stops
+#             starting rows after FK_PEERS_BUDGET seconds (default 400, so that one call fits in 10 minutes) and
+#             the next call of the same step resumes there: repeat it until it reports 0 rows left.
+#             The kernel steps work in FK_KERNELS_DIR (default /tmp/fk-kernels, kept while the machine stays up, so
+#             `kernels`, `kernels-peers` and `kernels-compile` can be separate calls) and copy it to $OUT/kernels
 #   soak, overload, faults: docs/RELIABILITY.md's runs on the GPU with the Llama-3.2-1B-shaped model
 #             (tests/soak/*.py): 8 minutes (FK_SOAK_SECONDS) at 256 clients, max_model_len 4096; the burst and 2,000
 #             connections; the injected faults, engine death included; results in $OUT/soak, overload, faults
@@ -209,6 +218,58 @@ case " $steps " in *" serving "*)
     python3 loadtest/hf_baseline.py /tmp/fk-serving/models/llama-3.2-1b /tmp/fk-serving/models/gpt2-124m 2>&1 |
         grep -E "^#|BASELINE|Error" | tee -a "$summary" ;;
 esac
+kd=${FK_KERNELS_DIR:-/tmp/fk-kernels} # the kernel suite's results, across calls
+kernels_report() { # the tables and rooflines from what $kd holds, copied to $dest/kernels; the main rows' table
+    python3 kernels/bench/report.py --ours "$kd/ours.json" --peers "$kd/peers.json" --ncu "$kd/profiles/summary.json" \
+        --out "$kd" >>"$out/kernels-report.log" 2>&1 || note "report.py: FAILED ($(tail -1 "$out/kernels-report.log"))"
+    mkdir -p "$dest/kernels"
+    cp -r "$kd/." "$dest/kernels/"
+    sed -n '/^## Main configurations/,/^## Roofline/p' "$kd/kernels-tables.md" 2>/dev/null | grep '^|' | tee -a "$summary"
+}
+case " $steps " in *" kernels "*)
+    rm -rf "$kd/ours.json" "$kd/profiles"
+    mkdir -p "$kd/profiles"
+    if [ -d /tmp/fk-native ]; then
+        ninja -C /tmp/fk-native >"$out/build-native.log" 2>&1 || note "BUILD native: FAILED (see build-native.log)"
+    else
+        build native sm_90a
+    fi
+    bk=/tmp/fk-native/kernels/bench/bench_kernels
+    commit=$(git rev-parse --short HEAD 2>/dev/null || cat .peers/commit 2>/dev/null || echo unknown)
+    $bk --json "$kd/ours.json" --commit "$commit" >"$out/bench-kernels.log" 2>&1 || note "bench_kernels: FAILED (see bench-kernels.log)"
+    if [ -f "$kd/ours.json" ]; then
+        note "bench_kernels: $(python3 -c 'import json, sys; print(len(json.load(open(sys.argv[1]))["rows"]))' "$kd/ours.json") rows, commit $commit"
+        ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+        # One ncu process per launcher, profiling only the timed call of its main rows (bench_kernels --ncu brackets
+        # it with cudaProfilerStart/Stop); the report is exported, then read back as the raw page's CSV.
+        for k in $(python3 -c 'import json, sys; print(*sorted({r["kernel"] for r in json.load(open(sys.argv[1]))["rows"] if r.get("main")}))' "$kd/ours.json"); do
+            if ! "$ncu" --clock-control none --profile-from-start off --section SpeedOfLight --section Occupancy \
+                --section MemoryWorkloadAnalysis --section WarpStateStats --section LaunchStats -f -o "/tmp/fk-ncu-$k" \
+                $bk --ncu --main --only "$k" >"$out/ncu-$k.log" 2>&1; then
+                note "ncu $k: FAILED ($(grep -m1 -E 'ERR|rror' "$out/ncu-$k.log"))"
+            elif ! "$ncu" --import "/tmp/fk-ncu-$k.ncu-rep" --csv --page raw >"$kd/profiles/$k.csv" 2>>"$out/ncu-$k.log"; then
+                note "ncu --import $k: FAILED"
+            fi
+        done
+        python3 kernels/bench/ncu_summary.py --ours "$kd/ours.json" --out "$kd/profiles/summary.md" \
+            "$kd"/profiles/k_*.csv 2>&1 | tee -a "$summary"
+        kernels_report
+    else
+        tail -20 "$out/bench-kernels.log"
+    fi ;;
+esac
+for step in kernels-peers kernels-compile; do
+    case " $steps " in *" $step "*)
+        mode=none
+        [ $step = kernels-compile ] && mode=only
+        [ -f "$kd/ours.json" ] || { note "$step: no $kd/ours.json (run the kernels step first on this machine)"; continue; }
+        python3 kernels/bench/peers.py kernels --ours "$kd/ours.json" --json "$kd/peers.json" --compile $mode --resume \
+            --budget "${FK_PEERS_BUDGET:-400}" >"$out/$step.log" 2>&1 || note "peers.py kernels --compile $mode: FAILED ($(tail -1 "$out/$step.log"))"
+        note "$step: $(grep -c 'us p50' "$out/$step.log") peers measured, $(grep -c 'skipped (--budget' "$out/$step.log") rows left for the next call, $(grep -cE ': ((eager|compile|cublas|sdpa[a-z_]*) unavailable|cannot build)' "$out/$step.log") unavailable or not buildable"
+        grep -E "compiled in" "$out/$step.log" | tee -a "$summary"
+        kernels_report ;;
+    esac
+done
 case " $steps " in *" soak "* | *" overload "* | *" faults "*)
     [ -x /tmp/fk-native/server/flashkernel-server ] || build native sm_90
     [ -d /tmp/llama-1b ] || /tmp/fk-native/tools/flashkernel make-model --arch llama --preset llama-3.2-1b --dtype f16 --out /tmp/llama-1b >"$out/make-model.log" 2>&1 || note "make-model: FAILED" ;;
