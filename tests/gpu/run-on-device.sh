@@ -3,7 +3,8 @@
 # ninja there; Debian .deb files carried in .deps by `deploy/offline-deps.sh download .deps`, and ../shared/peers
 # copied to .peers for the peer steps).
 #   tests/gpu/run-on-device.sh [test] [sanitize] [bench] [quant] [profile] [server] [serving] [llamacpp-start]
-#                              [llamacpp] [kernels] [kernels-peers] [kernels-compile] (default: test sanitize bench server)
+#                              [llamacpp] [kernels] [kernels-ncu] [kernels-peers] [kernels-compile]
+#                              (default: test sanitize bench server)
 #   test:     build natively (sm_90a) and as compute_75 PTX only (the T4 path, JIT-compiled by the driver) and run
 #             the gpu suite on both
 #   sanitize: compute-sanitizer memcheck (leak check), racecheck, initcheck and synccheck on the op tests
@@ -23,15 +24,17 @@
 #   llamacpp-start: start building llama.cpp (.peers/build-llama-cpp.sh, ~9 min) in its own session, so it goes on
 #             after this command returns (the next command must come within the machine's idle time)
 #   llamacpp: wait for that build, convert bench-1b to GGUF (f16, Q8_0, Q4_0) and run llama-bench tg128 on each
-#   kernels:  docs/kernels.md's suite: bench_kernels (every launcher, every configuration; ours.json), Nsight Compute
-#             on each launcher's main configurations (profiles/*.csv, summary.md), and the tables and rooflines
-#             (report.py) in $OUT/kernels (expected to take a few minutes on an H100; not yet timed)
+#   kernels:  docs/kernels.md's suite: bench_kernels (every launcher, every configuration; ours.json) and the tables
+#             and rooflines (report.py) in $OUT/kernels; kernels-ncu: Nsight Compute on each launcher's main
+#             configurations (profiles/*.csv, summary.md), then the report again (each expected to take a few
+#             minutes on an H100, the build aside; not yet timed)
 #   kernels-peers: the PyTorch peers of ours.json (eager, cuBLAS, SDPA) into peers.json, then the report again;
 #             kernels-compile: the torch.compile(mode="max-autotune") peer on the main rows, likewise. Each stops
 #             starting rows after FK_PEERS_BUDGET seconds (default 400, so that one call fits in 10 minutes) and
 #             the next call of the same step resumes there: repeat it until it reports 0 rows left.
 #             The kernel steps work in FK_KERNELS_DIR (default /tmp/fk-kernels, kept while the machine stays up, so
-#             `kernels`, `kernels-peers` and `kernels-compile` can be separate calls) and copy it to $OUT/kernels
+#             `kernels`, `kernels-ncu`, `kernels-peers` and `kernels-compile` can be separate calls) and copy it to
+#             $OUT/kernels
 #   soak, overload, faults: docs/RELIABILITY.md's runs on the GPU with the Llama-3.2-1B-shaped model
 #             (tests/soak/*.py): 8 minutes (FK_SOAK_SECONDS) at 256 clients, max_model_len 4096; the burst and 2,000
 #             connections; the injected faults, engine death included; results in $OUT/soak, overload, faults
@@ -227,8 +230,8 @@ kernels_report() { # the tables and rooflines from what $kd holds, copied to $de
     sed -n '/^## Main configurations/,/^## Roofline/p' "$kd/kernels-tables.md" 2>/dev/null | grep '^|' | tee -a "$summary"
 }
 case " $steps " in *" kernels "*)
-    rm -rf "$kd/ours.json" "$kd/profiles"
-    mkdir -p "$kd/profiles"
+    rm -rf "$kd/ours.json" "$kd/profiles" # a new ours.json; its profiles come from kernels-ncu
+    mkdir -p "$kd"
     if [ -d /tmp/fk-native ]; then
         ninja -C /tmp/fk-native >"$out/build-native.log" 2>&1 || note "BUILD native: FAILED (see build-native.log)"
     else
@@ -239,6 +242,16 @@ case " $steps " in *" kernels "*)
     $bk --json "$kd/ours.json" --commit "$commit" >"$out/bench-kernels.log" 2>&1 || note "bench_kernels: FAILED (see bench-kernels.log)"
     if [ -f "$kd/ours.json" ]; then
         note "bench_kernels: $(python3 -c 'import json, sys; print(len(json.load(open(sys.argv[1]))["rows"]))' "$kd/ours.json") rows, commit $commit"
+        kernels_report
+    else
+        tail -20 "$out/bench-kernels.log"
+    fi ;;
+esac
+case " $steps " in *" kernels-ncu "*)
+    bk=/tmp/fk-native/kernels/bench/bench_kernels
+    if [ -f "$kd/ours.json" ] && [ -x $bk ]; then
+        rm -rf "$kd/profiles"
+        mkdir -p "$kd/profiles"
         ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
         # One ncu process per launcher, profiling only the timed call of its main rows (bench_kernels --ncu brackets
         # it with cudaProfilerStart/Stop); the report is exported, then read back as the raw page's CSV.
@@ -255,7 +268,7 @@ case " $steps " in *" kernels "*)
             "$kd"/profiles/k_*.csv 2>&1 | tee -a "$summary"
         kernels_report
     else
-        tail -20 "$out/bench-kernels.log"
+        note "kernels-ncu: no $kd/ours.json or $bk (run the kernels step first on this machine)"
     fi ;;
 esac
 for step in kernels-peers kernels-compile; do
