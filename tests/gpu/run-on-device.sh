@@ -238,7 +238,8 @@ case " $steps " in *" kernels "*)
         build native sm_90a
     fi
     bk=/tmp/fk-native/kernels/bench/bench_kernels
-    commit=$(git rev-parse --short HEAD 2>/dev/null || cat .peers/commit 2>/dev/null || echo unknown)
+    # The device's copy of the tree may carry a stale .git: the commit the caller wrote in .peers/commit comes first.
+    commit=$(cat .peers/commit 2>/dev/null || git rev-parse --short HEAD 2>/dev/null || echo unknown)
     $bk --json "$kd/ours.json" --commit "$commit" >"$out/bench-kernels.log" 2>&1 || note "bench_kernels: FAILED (see bench-kernels.log)"
     if [ -f "$kd/ours.json" ]; then
         note "bench_kernels: $(python3 -c 'import json, sys; print(len(json.load(open(sys.argv[1]))["rows"]))' "$kd/ours.json") rows, commit $commit"
