@@ -58,13 +58,25 @@ static int setup_signals(void)
     return 0;
 }
 
-/* 256+ clients need as many sockets: raise the soft limit on open files to the hard one. */
-static void raise_fd_limit(void)
+/* 256+ clients need as many sockets: raise the soft limit on open files to the hard one, and grow the descriptor
+ * table to hold `need` now, while this is the only thread: a threaded process whose table grows during a burst of
+ * connects waits for an RCU grace period at each doubling (milliseconds each), and every client's socket() with it,
+ * which the latencies would then count. */
+static void raise_fd_limit(int need)
 {
     struct rlimit rl;
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
         rl.rlim_cur = rl.rlim_max;
         setrlimit(RLIMIT_NOFILE, &rl); /* best effort: connects report EMFILE otherwise */
+    }
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && (rlim_t)need >= rl.rlim_cur)
+        need = rl.rlim_cur > 1 ? (int)rl.rlim_cur - 1 : 0;
+    const int any = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (any >= 0) {
+        const int high = fcntl(any, F_DUPFD_CLOEXEC, need);
+        if (high >= 0)
+            close(high);
+        close(any);
     }
 }
 
@@ -124,7 +136,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "flashkernel-loadtest: cannot set up signal handling: %s\n", strerror(errno));
         goto out;
     }
-    raise_fd_limit();
+    int most = 0;
+    for (int i = 0; i < o.n_concurrency; i++)
+        most = o.concurrency[i] > most ? o.concurrency[i] : most;
+    raise_fd_limit(most + 64);
     /* The results go to OUT.part, renamed to OUT at the end: a run that cannot start leaves an earlier OUT alone,
      * and one that cannot write fails before it runs, not after. */
     if (o.json_out) {

@@ -3,6 +3,7 @@
  * and the engine. Its loop takes submissions and cancels from the queue, steps the engine while there is work, and
  * otherwise sleeps on the queue's condition variable. */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
@@ -11,6 +12,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "chat.h"
 #include "cli_flags.h"
@@ -245,6 +247,23 @@ static void *signal_thread(void *arg)
     }
 }
 
+/* Grows the descriptor table to hold `n` (at most the limit) while the process has one thread: a threaded process
+ * whose table grows during a burst of connections waits for an RCU grace period at each doubling (milliseconds
+ * each), and accept() waits with it, so the burst's first requests would be answered late. */
+static void reserve_descriptors(unsigned n)
+{
+    struct rlimit files;
+    if (!getrlimit(RLIMIT_NOFILE, &files) && n >= files.rlim_cur)
+        n = files.rlim_cur > 1 ? (unsigned)files.rlim_cur - 1 : 0;
+    const int any = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (any < 0)
+        return;
+    const int high = fcntl(any, F_DUPFD_CLOEXEC, (int)n);
+    if (high >= 0)
+        close(high);
+    close(any);
+}
+
 /* ---- flags ---- */
 
 typedef struct options {
@@ -465,6 +484,7 @@ int main(int argc, char **argv)
     if (!getrlimit(RLIMIT_NOFILE, &files) && files.rlim_cur < (rlim_t)o.http.max_connections + 64)
         log_info("warning: --max-connections %u but only %llu file descriptors (ulimit -n)", o.http.max_connections,
                  (unsigned long long)files.rlim_cur);
+    reserve_descriptors(o.http.max_connections + 64);
 
     queue *q = queue_create(o.max_queue, o.max_concurrent, &http_queue_hooks);
     const routes_config rc_cfg = {.api_key = o.api_key, .model_name = name, .max_body_bytes = o.http.max_body_bytes};
