@@ -123,8 +123,9 @@ int main(int argc, char **argv)
     prompts pr = {0};
     request_config rq = {0};
     char *model = NULL, *json_part = NULL, *command = join_args(argc, argv);
-    level_summary *sums = calloc((size_t)o.n_concurrency, sizeof *sums);
-    level_results *res = calloc((size_t)o.n_concurrency, sizeof *res);
+    const int levels = options_levels(&o);
+    level_summary *sums = calloc((size_t)levels, sizeof *sums);
+    level_results *res = calloc((size_t)levels, sizeof *res);
     int n_levels = 0;
     run_info ri = {.command = command ? command : argv[0], .max_model_len = -1};
 
@@ -136,10 +137,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "flashkernel-loadtest: cannot set up signal handling: %s\n", strerror(errno));
         goto out;
     }
-    int most = 0;
-    for (int i = 0; i < o.n_concurrency; i++)
-        most = o.concurrency[i] > most ? o.concurrency[i] : most;
-    raise_fd_limit(most + 64);
+    raise_fd_limit(options_max_concurrency(&o) + 64);
     /* The results go to OUT.part, renamed to OUT at the end: a run that cannot start leaves an earlier OUT alone,
      * and one that cannot write fails before it runs, not after. */
     if (o.json_out) {
@@ -170,7 +168,8 @@ int main(int argc, char **argv)
     /* The served model (its name goes into /v1/completions requests and the report). */
     double probe_s = o.timeout_s < PROBE_MAX_S ? o.timeout_s : PROBE_MAX_S;
     http_limits lim = {.deadline = clock_now() + probe_s, .stop_fd = stop_pipe[0], .grace_s = 0};
-    probe_status ps = probe_model(&target, &lim, &model, &ri.max_model_len, err, sizeof err);
+    int served_vocab = 0; /* llama-server's /v1/models says n_vocab */
+    probe_status ps = probe_model(&target, &lim, &model, &ri.max_model_len, &served_vocab, err, sizeof err);
     if (ps == PROBE_UNREACHABLE) {
         fprintf(stderr, "flashkernel-loadtest: cannot reach the server: %s\n", err);
         goto out;
@@ -186,6 +185,11 @@ int main(int argc, char **argv)
         }
     } else {
         ri.vocab = o.vocab;
+        ri.vocab_source = "--vocab";
+        if (!ri.vocab && served_vocab > 0) {
+            ri.vocab = served_vocab;
+            ri.vocab_source = "n_vocab of GET /v1/models";
+        }
         if (!ri.vocab) {
             lim.deadline = clock_now() + probe_s;
             ps = probe_vocab(&target, &lim, &ri.vocab, err, sizeof err);
@@ -193,7 +197,7 @@ int main(int argc, char **argv)
                 fprintf(stderr, "flashkernel-loadtest: cannot find the vocabulary size (%s); pass --vocab N\n", err);
                 goto out;
             }
-            ri.vocab_probed = true;
+            ri.vocab_source = "found through /detokenize";
         }
         prompts_random(&pr, o.prompt_len, ri.vocab, ri.seed);
         if (ri.max_model_len > 0 && o.prompt_len + o.max_tokens > ri.max_model_len)
@@ -214,27 +218,28 @@ int main(int argc, char **argv)
     rq.grace_s = GRACE_S;
 
     report_header(stdout, &o, &ri);
-    report_table_header(stdout);
+    report_table_header(stdout, o.n_rates > 0);
     bool any_failed = false, broken = false;
-    for (int i = 0; i < o.n_concurrency && !atomic_load(&stop_signal); i++) {
-        int c = o.concurrency[i];
+    for (int i = 0; i < levels && !atomic_load(&stop_signal); i++) {
+        int c = options_concurrency(&o, i);
+        double rate = options_rate(&o, i);
         runner_config rc_ = {
-            .rq = &rq, .prompts = &pr, .concurrency = c, .rate = o.rate,
+            .rq = &rq, .prompts = &pr, .concurrency = c, .rate = rate,
             .requests = options_requests(&o, i),
             .duration_s = o.duration_s, .seed = ri.seed, .level = (unsigned)i, .stop = &stop_signal,
             .stop_fd = stop_pipe[0], .progress_tty = isatty(STDERR_FILENO),
         };
         int r = runner_run(&rc_, &res[i], err, sizeof err);
         n_levels++;
-        if (stats_summarize(res[i].r, res[i].n, c, o.rate, o.stream, &sums[i])) {
+        if (stats_summarize(res[i].r, res[i].n, c, rate, o.stream, &sums[i])) {
             fprintf(stderr, "flashkernel-loadtest: out of memory\n");
             broken = true;
             break;
         }
-        report_row(stdout, &sums[i], atomic_load(&stop_signal) != 0);
+        report_row(stdout, &sums[i], atomic_load(&stop_signal) != 0, o.n_rates > 0);
         any_failed = any_failed || sums[i].failed > 0;
         if (r) {
-            fprintf(stderr, "flashkernel-loadtest: level %d stopped: %s\n", c, err);
+            fprintf(stderr, "flashkernel-loadtest: level %d (concurrency %d) stopped: %s\n", i + 1, c, err);
             broken = true;
             break;
         }

@@ -11,22 +11,27 @@
 void options_usage(FILE *f)
 {
     fputs(
-        "usage: flashkernel-loadtest --url http://HOST:PORT [--endpoint generate|completions]\n"
-        "           [--concurrency 1,4,16,64] [--rate R] [--requests N | --duration S]\n"
+        "usage: flashkernel-loadtest --url http://HOST:PORT [--endpoint generate|completions|llama]\n"
+        "           [--concurrency 1,4,16,64] [--rate R[,R..]] [--requests N | --duration S]\n"
         "           [--prompt-len P | --prompts FILE] [--max-tokens M] [--ignore-eos] [--stream]\n"
         "           [--cancel-rate F] [--seed S] [--timeout S] [--vocab N] [--json OUT]\n"
         "\n"
-        "Load-tests a FlashKernel server (or any server of the same API) over HTTP and prints, per concurrency level,\n"
-        "throughput and latency: requests, errors, req/s, output tok/s, total tok/s, TTFT p50/p90/p99,\n"
+        "Load-tests a FlashKernel server (or any server of the same API, or llama.cpp's llama-server) over HTTP and\n"
+        "prints, per level (a concurrency, or an arrival rate), throughput and latency: requests, errors, req/s,\n"
+        "output tok/s, total tok/s, TTFT p50/p90/p99,\n"
         "inter-token latency (ITL) p50/p99, end-to-end latency p50/p99, and errors by kind.\n"
         "\n"
         "  --url URL          the server: http://HOST[:PORT][/PREFIX] (required; plain http only)\n"
-        "  --endpoint E       generate (POST /generate, the default) or completions (POST /v1/completions)\n"
+        "  --endpoint E       generate (POST /generate, the default), completions (POST /v1/completions) or\n"
+        "                     llama (POST /completion, llama.cpp's llama-server's own API: n_predict,\n"
+        "                     tokens_predicted, a stream that ends with \"stop\": true)\n"
         "  --concurrency LIST clients per level, comma-separated, each in [1, 4096] (default 1); one level each\n"
-        "  --rate R           open loop: requests arrive as a Poisson process of R per second, at most\n"
+        "  --rate R[,R..]     open loop: requests arrive as a Poisson process of R per second, at most\n"
         "                     `concurrency` in flight (an arrival waits for a free client); without it the loop\n"
-        "                     is closed: each client sends its next request as soon as its last one finishes\n"
-        "  --requests N[,N..] requests per level: one value for every level, or one per --concurrency value\n"
+        "                     is closed: each client sends its next request as soon as its last one finishes.\n"
+        "                     A list is a sweep, one level per rate (the throughput-latency curve), with one\n"
+        "                     --concurrency for all of them or one per rate\n"
+        "  --requests N[,N..] requests per level: one value for every level, or one per level\n"
         "                     (default: max(32, 4 x concurrency))\n"
         "  --duration S       instead: send new requests for S seconds per level (in-flight ones then finish)\n"
         "  --prompt-len P     random prompts of P token ids each, sent as an id array (default 128); drawn\n"
@@ -47,13 +52,15 @@ void options_usage(FILE *f)
         "                     clock; printed)\n"
         "  --timeout S        limit for one request, from connect to its last byte (default 300); a request\n"
         "                     over it counts as a timeout error\n"
-        "  --vocab N          vocabulary size for random prompts (default: asked from the server: the first\n"
-        "                     token id POST /detokenize refuses)\n"
+        "  --vocab N          vocabulary size for random prompts (default: asked from the server: n_vocab\n"
+        "                     where GET /v1/models gives it (llama-server), else the first token id POST\n"
+        "                     /detokenize refuses)\n"
         "  --json OUT         write the parameters, per-level summaries and per-request records to OUT\n"
         "  --help             this text\n"
         "\n"
-        "Requests are greedy (temperature 0) on both endpoints. Output tokens are the server's\n"
-        "usage.completion_tokens; with --stream each request's token events must match it, else the request\n"
+        "Requests are greedy (temperature 0) on every endpoint. Output tokens are the server's\n"
+        "usage.completion_tokens (llama: tokens_predicted); with --stream each request's token events must\n"
+        "match it, else the request\n"
         "counts as a token_count_mismatch error. TTFT: connect to the first token event. ITL: gaps between\n"
         "consecutive token events (tokens that arrive in one read are ~0 apart). e2e: connect to the last byte.\n"
         "Percentiles are nearest-rank: pN is the smallest measured value with at least N% of the values at or\n"
@@ -77,8 +84,10 @@ void options_free(options *o)
 {
     free(o->concurrency);
     free(o->requests);
+    free(o->rates);
     o->concurrency = NULL;
     o->requests = NULL;
+    o->rates = NULL;
 }
 
 enum {
@@ -201,6 +210,58 @@ static int parse_concurrency(options *o, const char *s, char *err, size_t err_le
     return 0;
 }
 
+/* A comma-separated list of rates in (0, 1e6] into a malloc'd array. */
+static int parse_rates(options *o, const char *s, char *err, size_t err_len)
+{
+    free(o->rates);
+    o->n_rates = 0;
+    size_t cap = 1;
+    for (const char *c = s; *c; c++)
+        cap += *c == ',';
+    o->rates = malloc(cap * sizeof *o->rates);
+    if (!o->rates) {
+        snprintf(err, err_len, "out of memory");
+        return -1;
+    }
+    for (const char *p = s;;) {
+        size_t len = strcspn(p, ",");
+        char item[32];
+        if (len == 0 || len >= sizeof item)
+            return bad_value(err, err_len, "rate", "a comma-separated list of requests per second in (0, 1e6]", s);
+        memcpy(item, p, len);
+        item[len] = 0;
+        if (!parse_double(item, 0, 1e6, &o->rates[o->n_rates]))
+            return bad_value(err, err_len, "rate", "a number of requests per second in (0, 1e6]", item);
+        o->n_rates++;
+        if (!p[len])
+            return 0;
+        p += len + 1;
+    }
+}
+
+int options_levels(const options *o)
+{
+    return o->n_rates > o->n_concurrency ? o->n_rates : o->n_concurrency;
+}
+
+int options_concurrency(const options *o, int level)
+{
+    return o->concurrency[o->n_concurrency == 1 ? 0 : level];
+}
+
+double options_rate(const options *o, int level)
+{
+    return o->n_rates == 0 ? 0 : o->rates[o->n_rates == 1 ? 0 : level];
+}
+
+int options_max_concurrency(const options *o)
+{
+    int most = 0;
+    for (int i = 0; i < o->n_concurrency; i++)
+        most = o->concurrency[i] > most ? o->concurrency[i] : most;
+    return most;
+}
+
 long long options_requests(const options *o, int level)
 {
     if (o->duration_s > 0)
@@ -209,7 +270,7 @@ long long options_requests(const options *o, int level)
         return o->requests[0];
     if (o->n_requests > 1)
         return o->requests[level];
-    int c = o->concurrency[level];
+    int c = options_concurrency(o, level);
     return c * 4LL > 32 ? c * 4LL : 32;
 }
 
@@ -227,20 +288,16 @@ int options_parse(int argc, char **argv, options *o, char *err, size_t err_len)
         switch (opt) {
         case OPT_URL: o->url = a; break;
         case OPT_ENDPOINT:
-            if (!strcmp(a, "generate"))
-                o->ep = ENDPOINT_GENERATE;
-            else if (!strcmp(a, "completions"))
-                o->ep = ENDPOINT_COMPLETIONS;
-            else
-                return bad_value(err, err_len, name, "generate or completions", a);
+            if (!endpoint_parse(a, &o->ep))
+                return bad_value(err, err_len, name, "generate, completions or llama", a);
             break;
         case OPT_CONCURRENCY:
             if (parse_concurrency(o, a, err, err_len))
                 return -1;
             break;
         case OPT_RATE:
-            if (!parse_double(a, 0, 1e6, &o->rate))
-                return bad_value(err, err_len, name, "a number of requests per second in (0, 1e6]", a);
+            if (parse_rates(o, a, err, err_len))
+                return -1;
             break;
         case OPT_REQUESTS:
             if (parse_list(name, a, 1, 1000000000LL, &o->requests, &o->n_requests, err, err_len))
@@ -325,9 +382,15 @@ int options_parse(int argc, char **argv, options *o, char *err, size_t err_len)
         o->prompt_len = 128;
     if (!o->n_concurrency && parse_concurrency(o, "1", err, err_len))
         return -1;
-    if (o->n_requests > 1 && o->n_requests != o->n_concurrency) {
-        snprintf(err, err_len, "--requests has %d values for %d --concurrency levels: give one, or one per level",
-                 o->n_requests, o->n_concurrency);
+    int levels = options_levels(o);
+    if (o->n_concurrency > 1 && o->n_rates > 1 && o->n_concurrency != o->n_rates) {
+        snprintf(err, err_len, "--concurrency has %d values and --rate %d: give one of them a single value, or as "
+                 "many values to both", o->n_concurrency, o->n_rates);
+        return -1;
+    }
+    if (o->n_requests > 1 && o->n_requests != levels) {
+        snprintf(err, err_len, "--requests has %d values for %d --%s levels: give one, or one per level",
+                 o->n_requests, levels, o->n_rates > o->n_concurrency ? "rate" : "concurrency");
         return -1;
     }
     return 0;

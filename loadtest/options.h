@@ -14,9 +14,11 @@ enum { OPTIONS_MAX_CONCURRENCY = 4096 };
 typedef struct options {
     const char *url;
     endpoint ep;
-    int *concurrency;      /* [n_concurrency] levels, in the order given */
+    int *concurrency;      /* [n_concurrency]: one per level, in the order given, or one for every level */
     int n_concurrency;
-    double rate;           /* > 0: open loop (Poisson arrivals per second) */
+    double *rates;         /* [n_rates] open loop (Poisson arrivals per second): one per level, or one for every
+                            * level; none: closed loop */
+    int n_rates;
     long long *requests;   /* [n_requests]: one count for every level, or one per level; none: the default */
     int n_requests;
     double duration_s;     /* > 0: seconds of sending per level */
@@ -33,8 +35,14 @@ typedef struct options {
     bool help;
 } options;
 
-/* Requests to send at level `level` (an index into concurrency); 0 with --duration. */
+/* The run's levels: as many as the longer of --concurrency and --rate (the other has one value, or as many). */
+int options_levels(const options *o);
+/* Level `level`'s clients, its arrival rate (0: closed loop) and the requests to send (0 with --duration). */
+int options_concurrency(const options *o, int level);
+double options_rate(const options *o, int level);
 long long options_requests(const options *o, int level);
+/* The largest --concurrency value. */
+int options_max_concurrency(const options *o);
 
 /* 0, or -1 with a message for the user in err (a usage error). */
 int options_parse(int argc, char **argv, options *o, char *err, size_t err_len);

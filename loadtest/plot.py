@@ -1,11 +1,17 @@
 #!/usr/bin/env python3
-"""plot.py — draws flashkernel-loadtest results: output tokens/s, and TTFT p50 (solid) and p99 (dashed), against
-concurrency, one line per model (per model and prompt/output shape when the files hold several shapes), into a PNG.
+"""plot.py — draws flashkernel-loadtest results into a PNG, one line per series (a model, or the --labels given to
+the files; per prompt/output shape too when the files hold several shapes):
 
-usage: python3 loadtest/plot.py RESULT.json [RESULT.json ...] [--out docs/serving-benchmark.png] [--title TEXT]
+  --x concurrency (default): output tokens/s, TTFT p50 (solid) / p99 (dashed) and ITL p50 / p99 against the
+      levels' concurrency;
+  --x throughput: the throughput-latency curve of a --rate sweep: TTFT and ITL p50 / p99 against the output tokens/s
+      each level achieved, the points joined in the order of their arrival rates.
 
-Levels of the same model and shape may come from several files. Levels where every request failed are left out, and
-so are the TTFT points of runs that did not stream (TTFT is not measured there). Needs python3-matplotlib (Debian);
+usage: python3 loadtest/plot.py RESULT.json [RESULT.json ...] [--labels A,B,..] [--x concurrency|throughput]
+                                [--out docs/serving-benchmark.png] [--title TEXT]
+
+Levels of one series may come from several files. Levels where every request failed are left out, and so are the
+latency points of runs that did not stream (TTFT and ITL are not measured there). Needs python3-matplotlib (Debian);
 it runs on a dev machine from the JSON files, not in CI.
 """
 import argparse
@@ -19,56 +25,89 @@ matplotlib.use("Agg")  # no display needed
 import matplotlib.pyplot as plt  # noqa: E402
 
 
-def load(paths):
-    """{(model, shape): {concurrency: level}} from the files."""
+def load(paths, labels, x):
+    """{(label, shape): {key: level}}: key is the concurrency (--x concurrency) or the arrival rate (throughput)."""
     series = {}
-    for path in paths:
+    for i, path in enumerate(paths):
         with open(path) as f:
             d = json.load(f)
         p = d["params"]
         shape = "%s/%d" % (p["prompt_len"] if p["prompt_len"] is not None else "file", p["max_tokens"])
-        if p.get("rate"):
-            shape += " @%g req/s" % p["rate"]
-        key = (d.get("model") or os.path.splitext(os.path.basename(path))[0], shape)
+        label = labels[i] if labels else d.get("model") or os.path.splitext(os.path.basename(path))[0]
         for level in d["levels"]:
-            if level["ok"] > 0:
-                series.setdefault(key, {})[level["concurrency"]] = level
+            if level["ok"] == 0:
+                continue
+            if x == "throughput":
+                if level.get("rate") is None:
+                    continue  # a closed-loop level has no place on an arrival-rate curve
+                key = level["rate"]
+                s = shape
+            else:
+                key = level["concurrency"]
+                s = shape + (" @%g req/s" % level["rate"] if level.get("rate") else "")
+            series.setdefault((label, s), {})[key] = level
     return series
+
+
+def measured(level, name):
+    return level[name]["measured"] and level[name]["n"] > 0
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("files", nargs="+", metavar="RESULT.json")
+    ap.add_argument("--labels", help="comma-separated names of the files' series, in their order")
+    ap.add_argument("--x", choices=("concurrency", "throughput"), default="concurrency")
     ap.add_argument("--out", default="docs/serving-benchmark.png")
-    ap.add_argument("--title", default="flashkernel-server: output throughput and time to first token")
+    ap.add_argument("--title", default="output throughput, time to first token and inter-token latency")
     args = ap.parse_args()
-    series = load(args.files)
+    labels = args.labels.split(",") if args.labels else None
+    if labels and len(labels) != len(args.files):
+        sys.exit("plot.py: %d --labels for %d files" % (len(labels), len(args.files)))
+    series = load(args.files, labels, args.x)
     if not series:
-        sys.exit("plot.py: no level with a successful request in %s" % ", ".join(args.files))
+        sys.exit("plot.py: no level with a successful request%s in %s" % (
+            " and an arrival rate" if args.x == "throughput" else "", ", ".join(args.files)))
     several_shapes = len({shape for _, shape in series}) > 1
 
-    fig, (ax_tok, ax_ttft) = plt.subplots(1, 2, figsize=(12, 4.8))
-    for i, ((model, shape), levels) in enumerate(sorted(series.items())):
+    if args.x == "concurrency":
+        fig, (ax_tok, ax_ttft, ax_itl) = plt.subplots(1, 3, figsize=(16, 4.8))
+    else:
+        fig, (ax_ttft, ax_itl) = plt.subplots(1, 2, figsize=(12, 4.8))
+    for i, ((label, shape), levels) in enumerate(sorted(series.items())):
         color = "C%d" % (i % 10)
-        label = "%s (prompt/output %s)" % (model, shape) if several_shapes else model
-        conc = sorted(levels)
-        ax_tok.plot(conc, [levels[c]["output_tok_per_s"] for c in conc], "o-", color=color, label=label)
-        timed = [c for c in conc if levels[c]["ttft_ms"]["measured"] and levels[c]["ttft_ms"]["n"] > 0]
-        if timed:
-            ax_ttft.plot(timed, [levels[c]["ttft_ms"]["p50"] for c in timed], "o-", color=color, label=label + " p50")
-            ax_ttft.plot(timed, [levels[c]["ttft_ms"]["p99"] for c in timed], "s--", color=color, label=label + " p99")
-    ticks = sorted({c for levels in series.values() for c in levels})
-    for ax in (ax_tok, ax_ttft):
-        ax.set_xscale("log", base=2)
-        ax.set_xticks(ticks, [str(c) for c in ticks])  # the concurrency values themselves, not powers of 2
-        ax.minorticks_off()
-        ax.set_xlabel("concurrency (clients)")
+        name = "%s (prompt/output %s)" % (label, shape) if several_shapes else label
+        keys = sorted(levels)
+        xs = {k: k if args.x == "concurrency" else levels[k]["output_tok_per_s"] for k in keys}
+        if args.x == "concurrency":
+            ax_tok.plot(keys, [levels[k]["output_tok_per_s"] for k in keys], "o-", color=color, label=name)
+        for ax, metric in ((ax_ttft, "ttft_ms"), (ax_itl, "itl_ms")):
+            timed = [k for k in keys if measured(levels[k], metric)]
+            if timed:
+                ax.plot([xs[k] for k in timed], [levels[k][metric]["p50"] for k in timed], "o-", color=color,
+                        label=name + " p50")
+                ax.plot([xs[k] for k in timed], [levels[k][metric]["p99"] for k in timed], "s--", color=color,
+                        label=name + " p99")
+    axes = (ax_tok, ax_ttft, ax_itl) if args.x == "concurrency" else (ax_ttft, ax_itl)
+    ticks = sorted({k for levels in series.values() for k in levels})
+    for ax in axes:
+        if args.x == "concurrency":
+            ax.set_xscale("log", base=2)
+            ax.set_xticks(ticks, [str(c) for c in ticks])  # the concurrency values themselves, not powers of 2
+            ax.minorticks_off()
+            ax.set_xlabel("concurrency (clients)")
+        else:
+            ax.set_xlabel("output tokens/s achieved (one point per arrival rate)")
+            ax.set_xlim(left=0)
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=8)
-    ax_tok.set_ylabel("output tokens/s")
-    ax_tok.set_ylim(bottom=0)
+        ax.legend(fontsize=7)
+    if args.x == "concurrency":
+        ax_tok.set_ylabel("output tokens/s")
+        ax_tok.set_ylim(bottom=0)
     ax_ttft.set_yscale("log")
     ax_ttft.set_ylabel("TTFT (ms)")
+    ax_itl.set_yscale("log")
+    ax_itl.set_ylabel("inter-token latency (ms)")
     fig.suptitle(args.title)
     fig.tight_layout()
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)

@@ -36,11 +36,19 @@ static probe_status exchange(const http_target *t, const http_limits *lim, const
                : PROBE_UNAVAILABLE;
 }
 
+/* obj[name] when it is a count in [1, 1e9), else 0. */
+static int positive(const cJSON *obj, const char *name)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
+    return cJSON_IsNumber(v) && v->valuedouble >= 1 && v->valuedouble < 1e9 ? (int)v->valuedouble : 0;
+}
+
 probe_status probe_model(const http_target *t, const http_limits *lim, char **model, int *max_model_len,
-                         char *err, size_t err_len)
+                         int *vocab, char *err, size_t err_len)
 {
     *model = NULL;
     *max_model_len = -1;
+    *vocab = 0;
     buf b = {0};
     int status;
     probe_status ps = exchange(t, lim, "GET", "/v1/models", NULL, &status, &b, err, err_len);
@@ -51,11 +59,15 @@ probe_status probe_model(const http_target *t, const http_limits *lim, char **mo
     cJSON *root = status == 200 ? cJSON_ParseWithLength(b.s ? b.s : "", b.len) : NULL;
     const cJSON *m = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(root, "data"), 0);
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(m, "id");
-    const cJSON *len = cJSON_GetObjectItemCaseSensitive(m, "max_model_len");
+    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(m, "meta"); /* llama-server's */
     if (cJSON_IsString(id))
         *model = strdup(id->valuestring);
-    if (cJSON_IsNumber(len) && len->valuedouble >= 1 && len->valuedouble < 1e9)
-        *max_model_len = (int)len->valuedouble;
+    int len = positive(m, "max_model_len");
+    if (!len)
+        len = positive(meta, "n_ctx");
+    if (len)
+        *max_model_len = len;
+    *vocab = positive(meta, "n_vocab");
     if (!*model) {
         snprintf(err, err_len, "GET %s/v1/models: status %d, no data[0].id", t->u->prefix, status);
         ps = PROBE_UNAVAILABLE;

@@ -13,9 +13,10 @@ typedef enum probe_status {
     PROBE_UNREACHABLE, /* no answer: connection refused, timeout, dropped */
 } probe_status;
 
-/* The first model of /v1/models: its id (malloc'd) and max_model_len (-1 when not given). */
+/* The first model of /v1/models: its id (malloc'd), max_model_len (-1 when not given; llama-server's meta.n_ctx,
+ * a slot's context) and the vocabulary size where it is given (llama-server's meta.n_vocab; else 0). */
 probe_status probe_model(const http_target *t, const http_limits *lim, char **model, int *max_model_len,
-                         char *err, size_t err_len);
+                         int *vocab, char *err, size_t err_len);
 
 /* The vocabulary size: the smallest token id that /detokenize refuses with 400 (API: ids outside [0, vocab) are
  * 400), found by doubling then bisecting, about 2 log2(vocab) requests. */

@@ -8,11 +8,6 @@
 
 #include "utf8.h"
 
-static const char *endpoint_path(endpoint ep)
-{
-    return ep == ENDPOINT_GENERATE ? "/generate" : "/v1/completions";
-}
-
 void report_header(FILE *f, const options *o, const run_info *ri)
 {
     fprintf(f, "server: %s%s, model %s", o->url, endpoint_path(o->ep), ri->model ? ri->model : "(unknown)");
@@ -23,13 +18,15 @@ void report_header(FILE *f, const options *o, const run_info *ri)
         fprintf(f, "prompts: %s", o->prompts_file);
     else
         fprintf(f, "prompts: random, %d token ids from a vocabulary of %d (%s)", o->prompt_len, ri->vocab,
-                ri->vocab_probed ? "found through /detokenize" : "--vocab");
+                ri->vocab_source ? ri->vocab_source : "--vocab");
     fprintf(f, "; max_tokens %d%s%s", o->max_tokens, o->ignore_eos ? ", ignore_eos" : "", o->stream ? ", stream" : "");
     if (o->cancel_rate > 0)
         fprintf(f, ", %g of the streams abandoned mid-way", o->cancel_rate);
     fprintf(f, "; seed %llu\n", (unsigned long long)ri->seed);
-    if (o->rate > 0)
-        fprintf(f, "open loop: Poisson arrivals, %g requests/s, at most `conc` in flight", o->rate);
+    if (o->n_rates == 1)
+        fprintf(f, "open loop: Poisson arrivals, %g requests/s, at most `conc` in flight", o->rates[0]);
+    else if (o->n_rates > 1)
+        fprintf(f, "open loop: Poisson arrivals at `rate` requests/s (a level per rate), at most `conc` in flight");
     else
         fprintf(f, "closed loop: `conc` clients, each sending its next request when the last one finishes");
     if (o->duration_s > 0)
@@ -45,9 +42,12 @@ void report_header(FILE *f, const options *o, const run_info *ri)
             o->stream ? "" : "; TTFT and ITL not measured: responses are not streamed (--stream)");
 }
 
-void report_table_header(FILE *f)
+void report_table_header(FILE *f, bool open_loop)
 {
-    fprintf(f, "%5s %6s %5s %8s %10s %10s %9s %9s %9s %8s %8s %9s %9s  %s\n", "conc", "reqs", "errs", "req/s",
+    fprintf(f, "%5s", "conc");
+    if (open_loop)
+        fprintf(f, " %7s", "rate");
+    fprintf(f, " %6s %5s %8s %10s %10s %9s %9s %9s %8s %8s %9s %9s  %s\n", "reqs", "errs", "req/s",
             "out tok/s", "tot tok/s", "TTFT p50", "TTFT p90", "TTFT p99", "ITL p50", "ITL p99", "e2e p50", "e2e p99",
             "errors");
     fflush(f);
@@ -62,10 +62,13 @@ static void cell(FILE *f, int width, int decimals, const dist *d, double v)
         fprintf(f, " %*s", width, "n/a");
 }
 
-void report_row(FILE *f, const level_summary *s, bool partial)
+void report_row(FILE *f, const level_summary *s, bool partial, bool open_loop)
 {
-    fprintf(f, "%5d %6zu %5zu %8.2f %10.1f %10.1f", s->concurrency, s->requests, s->failed, s->req_per_s,
-            s->output_tok_per_s, s->total_tok_per_s);
+    fprintf(f, "%5d", s->concurrency);
+    if (open_loop)
+        fprintf(f, " %7.4g", s->rate);
+    fprintf(f, " %6zu %5zu %8.2f %10.1f %10.1f", s->requests, s->failed, s->req_per_s, s->output_tok_per_s,
+            s->total_tok_per_s);
     cell(f, 9, 1, &s->ttft, s->ttft.p50);
     cell(f, 9, 1, &s->ttft, s->ttft.p90);
     cell(f, 9, 1, &s->ttft, s->ttft.p99);
@@ -239,11 +242,18 @@ static cJSON *params_json(const options *o, const run_info *ri, bool *ok)
 {
     cJSON *p = cJSON_CreateObject();
     put_str(p, "url", o->url, ok);
-    put_str(p, "endpoint", o->ep == ENDPOINT_GENERATE ? "generate" : "completions", ok);
-    put_item(p, "concurrency", cJSON_CreateIntArray(o->concurrency, o->n_concurrency), ok);
-    put_str(p, "loop", o->rate > 0 ? "open" : "closed", ok);
-    if (o->rate > 0)
-        put_num(p, "rate", o->rate, ok);
+    put_str(p, "endpoint", endpoint_name(o->ep), ok);
+    const int levels = options_levels(o);
+    cJSON *conc = cJSON_CreateArray(), *rate = o->n_rates ? cJSON_CreateArray() : NULL; /* per level */
+    for (int i = 0; i < levels; i++) {
+        *ok = conc && cJSON_AddItemToArray(conc, cJSON_CreateNumber(options_concurrency(o, i))) && *ok;
+        if (o->n_rates)
+            *ok = rate && cJSON_AddItemToArray(rate, cJSON_CreateNumber(options_rate(o, i))) && *ok;
+    }
+    put_item(p, "concurrency", conc, ok);
+    put_str(p, "loop", o->n_rates ? "open" : "closed", ok);
+    if (o->n_rates)
+        put_item(p, "rate", rate, ok);
     else
         put_null(p, "rate", ok);
     if (o->duration_s > 0) {
@@ -251,7 +261,7 @@ static cJSON *params_json(const options *o, const run_info *ri, bool *ok)
         put_num(p, "duration_s", o->duration_s, ok);
     } else {
         cJSON *req = cJSON_CreateArray(); /* per level, in the order of "concurrency" */
-        for (int i = 0; req && i < o->n_concurrency; i++)
+        for (int i = 0; req && i < levels; i++)
             *ok = cJSON_AddItemToArray(req, cJSON_CreateNumber((double)options_requests(o, i))) && *ok;
         put_item(p, "requests", req, ok);
         put_null(p, "duration_s", ok);

@@ -17,14 +17,15 @@ typedef struct run_info {
     const char *model;    /* NULL when the server did not say */
     int max_model_len;    /* -1 when unknown */
     int vocab;            /* random prompts: the vocabulary size used; 0 with --prompts */
-    bool vocab_probed;    /* found through /detokenize rather than --vocab */
+    const char *vocab_source; /* "--vocab", "found through /detokenize", ... */
     uint64_t seed;
     bool interrupted;
 } run_info;
 
 void report_header(FILE *f, const options *o, const run_info *ri);
-void report_table_header(FILE *f);
-void report_row(FILE *f, const level_summary *s, bool partial);
+/* open_loop (--rate): a column with each level's arrival rate after `conc`. */
+void report_table_header(FILE *f, bool open_loop);
+void report_row(FILE *f, const level_summary *s, bool partial, bool open_loop);
 
 /* Writes the whole run as JSON. 0, or -1 when memory runs out or the write fails (errno set by stdio). */
 int report_json(FILE *f, const options *o, const run_info *ri, const level_summary *s, const level_results *r,

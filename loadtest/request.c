@@ -22,20 +22,51 @@ enum {
     MESSAGE_MAX = 200,                 /* bytes of a message kept per failed request */
 };
 
+static const struct {
+    const char *name, *path;
+} endpoints[] = {
+    [ENDPOINT_GENERATE] = {"generate", "/generate"},
+    [ENDPOINT_COMPLETIONS] = {"completions", "/v1/completions"},
+    [ENDPOINT_LLAMA] = {"llama", "/completion"},
+};
+
+const char *endpoint_name(endpoint ep)
+{
+    return endpoints[ep].name;
+}
+
+const char *endpoint_path(endpoint ep)
+{
+    return endpoints[ep].path;
+}
+
+bool endpoint_parse(const char *s, endpoint *ep)
+{
+    for (size_t i = 0; i < sizeof endpoints / sizeof endpoints[0]; i++)
+        if (!strcmp(s, endpoints[i].name)) {
+            *ep = (endpoint)i;
+            return true;
+        }
+    return false;
+}
+
 int request_config_init(request_config *c, endpoint ep, bool stream, int max_tokens, bool ignore_eos,
                         const char *model)
 {
     c->ep = ep;
     c->stream = stream;
     c->fields = NULL;
-    /* Greedy on both endpoints (/v1/completions defaults to temperature 1), so both do the same work. */
+    /* Greedy on every endpoint (/v1/completions defaults to temperature 1), so all do the same work. llama-server's
+     * /completion calls max_tokens n_predict. */
     cJSON *o = cJSON_CreateObject();
-    bool ok = o && cJSON_AddNumberToObject(o, "max_tokens", max_tokens) &&
+    bool ok = o && cJSON_AddNumberToObject(o, ep == ENDPOINT_LLAMA ? "n_predict" : "max_tokens", max_tokens) &&
               cJSON_AddNumberToObject(o, "temperature", 0) && cJSON_AddBoolToObject(o, "stream", stream);
     if (ok && ignore_eos)
         ok = cJSON_AddBoolToObject(o, "ignore_eos", true) != NULL;
     if (ok && ep == ENDPOINT_COMPLETIONS && model)
         ok = cJSON_AddStringToObject(o, "model", model) != NULL;
+    if (ok && ep == ENDPOINT_LLAMA && !stream) /* the ids too, to check tokens_predicted against */
+        ok = cJSON_AddBoolToObject(o, "return_tokens", true) != NULL;
     if (ok && ep == ENDPOINT_COMPLETIONS && stream) { /* the usage comes in a last chunk only when asked for */
         cJSON *so = cJSON_AddObjectToObject(o, "stream_options");
         ok = so && cJSON_AddBoolToObject(so, "include_usage", true);
@@ -95,7 +126,7 @@ typedef struct ctx {
     buf body;        /* a non-200 body (its first bytes), or a whole 200 response */
     sse parser;
     buf itl;         /* double[] */
-    bool done;       /* [DONE] seen */
+    bool done;       /* [DONE] seen (llama: the event with "stop": true) */
     bool got_usage;
     int cancel_after; /* abandon the stream after this many token events (0: never) */
     bool cancelled;   /* ... and it was */
@@ -198,15 +229,48 @@ static void token_event(ctx *x, double t)
             set_fail(x, REQ_CLIENT, "%s", "out of memory");
     }
     x->t_last = t;
-    x->cancelled = r->token_events == x->cancel_after;
+    x->cancelled = x->cancelled || r->token_events == x->cancel_after;
+}
+
+/* llama-server's counts and end: tokens_evaluated and tokens_predicted (its usage), stop_type ("limit", "eos",
+ * "word") as the finish reason OpenAI's API would give. */
+static bool read_llama_end(ctx *x, const cJSON *root)
+{
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(root, "stop_type");
+    if (cJSON_IsString(type)) {
+        const char *t = type->valuestring;
+        const char *openai = !strcmp(t, "limit") ? "length" : !strcmp(t, "eos") || !strcmp(t, "word") ? "stop" : t;
+        clean_text(x->r->finish, sizeof x->r->finish, openai);
+    }
+    if (!get_count(root, "tokens_evaluated", &x->r->prompt_tokens) ||
+        !get_count(root, "tokens_predicted", &x->r->output_tokens))
+        return false;
+    x->got_usage = true;
+    return true;
+}
+
+/* A llama-server stream event: {"content", "tokens": [ids], "stop": false, ...} for each piece of output (one token
+ * each; a prompt-progress event has no tokens), then one with "stop": true and the counts. No [DONE] follows. */
+static void llama_event(ctx *x, const cJSON *root, double t)
+{
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "stop"))) {
+        x->done = true;
+        if (!read_llama_end(x, root))
+            set_fail(x, REQ_BAD_RESPONSE, "%s", "the last event has no valid tokens_evaluated/tokens_predicted");
+        return;
+    }
+    const cJSON *tokens = cJSON_GetObjectItemCaseSensitive(root, "tokens");
+    int n = cJSON_IsArray(tokens) ? cJSON_GetArraySize(tokens) : 0;
+    for (int i = 0; i < n && !x->cancelled; i++) /* tokens that come in one event arrive together */
+        token_event(x, t);
 }
 
 static bool on_event(void *user, const char *data, size_t n, double t)
 {
     ctx *x = user;
     if (x->done)
-        return true; /* nothing follows [DONE] in either API; ignore it if it does */
-    if (n == 6 && !memcmp(data, "[DONE]", 6)) {
+        return true; /* nothing follows the end in any API; ignore it if it does */
+    if (n == 6 && !memcmp(data, "[DONE]", 6) && x->c->ep != ENDPOINT_LLAMA) {
         x->done = true;
         return true;
     }
@@ -219,6 +283,8 @@ static bool on_event(void *user, const char *data, size_t n, double t)
     const char *err = error_message(root);
     if (err) {
         set_fail(x, REQ_STREAM_ERROR, "error event: %s", err);
+    } else if (x->c->ep == ENDPOINT_LLAMA) {
+        llama_event(x, root, t);
     } else if (x->c->ep == ENDPOINT_GENERATE) {
         /* token events: {"text", "token"}; a text-only event (no "token") carries no new token; the final event
          * has finish_reason and usage */
@@ -288,6 +354,18 @@ static void read_whole(ctx *x)
     const char *err = error_message(root);
     if (err) {
         set_fail(x, REQ_STREAM_ERROR, "error in a 200 response: %s", err);
+    } else if (x->c->ep == ENDPOINT_LLAMA) {
+        /* {"content", "tokens": [the ids], "tokens_predicted", "tokens_evaluated", "stop_type", ...} */
+        if (!read_llama_end(x, root)) {
+            set_fail(x, REQ_BAD_RESPONSE, "%s", "the response has no valid tokens_evaluated/tokens_predicted");
+        } else {
+            const cJSON *tokens = cJSON_GetObjectItemCaseSensitive(root, "tokens");
+            if (cJSON_IsArray(tokens) && cJSON_GetArraySize(tokens) != x->r->output_tokens) {
+                char m[64];
+                snprintf(m, sizeof m, "%d ids in \"tokens\"", cJSON_GetArraySize(tokens));
+                set_fail(x, REQ_COUNT_MISMATCH, "%s, but tokens_predicted differs", m);
+            }
+        }
     } else if (!read_usage(x, cJSON_GetObjectItemCaseSensitive(root, "usage"))) {
         set_fail(x, REQ_BAD_RESPONSE, "%s", "the response has no valid usage");
     } else if (x->c->ep == ENDPOINT_GENERATE) {
@@ -347,14 +425,15 @@ static void judge(ctx *x, http_error he, const char *err)
     } else if (c->stream) {
         if (!x->done) {
             e = REQ_BAD_RESPONSE;
-            why = "the stream ended without data: [DONE]";
+            why = c->ep == ENDPOINT_LLAMA ? "the stream ended without its \"stop\": true event"
+                                          : "the stream ended without data: [DONE]";
         } else if (!x->got_usage) {
             e = REQ_BAD_RESPONSE;
             why = "the stream carried no usage";
         } else if (r->token_events != r->output_tokens) {
             e = REQ_COUNT_MISMATCH;
-            snprintf(msg, sizeof msg, "%d token events, usage.completion_tokens %d", r->token_events,
-                     r->output_tokens);
+            snprintf(msg, sizeof msg, "%d token events, %s %d", r->token_events,
+                     c->ep == ENDPOINT_LLAMA ? "tokens_predicted" : "usage.completion_tokens", r->output_tokens);
             why = msg;
         }
     } else {
@@ -392,8 +471,7 @@ void request_run(const request_config *c, const char *body, size_t len, int canc
     *r = (req_result){.ttft = -1, .prompt_tokens = -1, .output_tokens = -1, .cached_tokens = -1};
     ctx x = {.c = c, .r = r, .cancel_after = cancel_after};
     sse_init(&x.parser, EVENT_MAX);
-    const char *path = c->ep == ENDPOINT_GENERATE ? "/generate" : "/v1/completions";
-    http_request rq = {.method = "POST", .path = path, .accept = c->stream ? "text/event-stream" : "application/json",
+    http_request rq = {.method = "POST", .path = endpoint_path(c->ep), .accept = c->stream ? "text/event-stream" : "application/json",
                        .body = body, .body_len = len};
     x.t_start = clock_now();
     r->start = x.t_start - t0;

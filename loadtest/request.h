@@ -11,7 +11,15 @@
 #include "http.h"
 #include "prompts.h"
 
-typedef enum endpoint { ENDPOINT_GENERATE, ENDPOINT_COMPLETIONS } endpoint;
+/* The APIs a request can speak: FlashKernel's native POST /generate, OpenAI's POST /v1/completions, and llama.cpp
+ * server's native POST /completion (so that llama-server is driven by the same tool both ways). */
+typedef enum endpoint { ENDPOINT_GENERATE, ENDPOINT_COMPLETIONS, ENDPOINT_LLAMA } endpoint;
+
+/* "generate", "completions", "llama": the --endpoint value; and the path requests go to ("/generate", ...). */
+const char *endpoint_name(endpoint ep);
+const char *endpoint_path(endpoint ep);
+/* The endpoint named s (as endpoint_name spells it); false when none is. */
+bool endpoint_parse(const char *s, endpoint *ep);
 
 /* How a request ended. */
 typedef enum req_error {
@@ -21,7 +29,7 @@ typedef enum req_error {
     REQ_CONNECT,        /* connecting failed otherwise */
     REQ_TIMEOUT,        /* --timeout passed */
     REQ_DROPPED,        /* the connection closed or reset before the response was complete */
-    REQ_BAD_RESPONSE,   /* not HTTP, not JSON, no usage, a stream without [DONE] */
+    REQ_BAD_RESPONSE,   /* not HTTP, not JSON, no usage, a stream without its end ([DONE]; llama: "stop": true) */
     REQ_STREAM_ERROR,   /* the server reported an error inside a 200 response (an SSE error event) */
     REQ_COUNT_MISMATCH, /* streamed token events (or /generate's "tokens") differ from usage.completion_tokens */
     REQ_INTERRUPTED,    /* cut short by SIGINT after the grace period: not the server's fault */
@@ -35,13 +43,14 @@ typedef struct req_result {
     double e2e;           /* s from connect to the end of the response */
     double *itl;          /* [n_itl] s between consecutive token events (streams only) */
     int n_itl;
-    int prompt_tokens;    /* usage.prompt_tokens; -1 when absent */
-    int output_tokens;    /* usage.completion_tokens; -1 when absent */
+    int prompt_tokens;    /* usage.prompt_tokens (llama: tokens_evaluated); -1 when absent */
+    int output_tokens;    /* usage.completion_tokens (llama: tokens_predicted); -1 when absent */
     int cached_tokens;    /* usage.cached_tokens (/generate only); -1 when absent */
     int token_events;     /* token events seen in the stream */
     req_error error;
     int status;           /* HTTP status, 0 when none arrived */
-    char finish[16];      /* finish_reason, "" when none */
+    char finish[16];      /* finish_reason, "" when none (llama's stop_type as OpenAI names it: limit -> length,
+                           * eos and word -> stop) */
     char *message;        /* what went wrong (malloc'd; NULL when ok or out of memory) */
 } req_result;
 

@@ -1,7 +1,8 @@
 /* fuzz_loadtest_response.c — libFuzzer harness for how the load tester reads a server's answer (loadtest/http.c,
  * sse.c, request.c): the input, after a steering byte, is the bytes a server sends back — status line, headers, a body
  * by Content-Length, chunked or up to the close, SSE events, JSON — read from a socket through request_read exactly as
- * a request reads it. Byte 0 chooses the endpoint (/generate or /v1/completions) and whether the request streamed.
+ * a request reads it. Byte 0 chooses the endpoint (bit 2: llama-server's /completion, else bit 0: /v1/completions or
+ * /generate) and whether the request streamed (bit 1).
  *
  * Checks, whatever the bytes: the request ends ok or with one error kind; ok means a 200 with a usage
  * (prompt_tokens and completion_tokens >= 0) and, when streamed, as many token events as completion_tokens and one
@@ -32,7 +33,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size == 0)
         return 0;
-    request_config c = {.ep = data[0] & 1 ? ENDPOINT_COMPLETIONS : ENDPOINT_GENERATE, .stream = data[0] & 2,
+    const endpoint ep = data[0] & 4 ? ENDPOINT_LLAMA : data[0] & 1 ? ENDPOINT_COMPLETIONS : ENDPOINT_GENERATE;
+    request_config c = {.ep = ep, .stream = data[0] & 2,
                         .max_tokens = 16, .timeout_s = 10, .stop_fd = -1};
     int sv[2];
     CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0, "socketpair");

@@ -185,6 +185,18 @@ def loadtest_seeds():
                                 "param": None, "code": 429}}).encode()
     write(os.path.join(out, "429"), b"\x02" + b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 1\r\n"
           b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(err) + err)
+    # llama-server's /completion (byte 0 bit 2), as its source at 18ef86ece writes it: one token per event, a last
+    # event with "stop": true and the counts, no [DONE]; whole, the same object with content and (return_tokens) ids
+    llama_final = {"index": 0, "content": "", "tokens": [], "id_slot": 0, "stop": True, "model": "b1b.gguf",
+                   "tokens_predicted": 3, "tokens_evaluated": 4, "stop_type": "limit", "stopping_word": "",
+                   "tokens_cached": 6, "timings": {"prompt_n": 4, "predicted_n": 3}}
+    llama_events = [json.dumps({"index": 0, "content": " t%d" % i, "tokens": [100 + i], "stop": False, "id_slot": 0,
+                                "tokens_predicted": i + 1, "tokens_evaluated": 4}).encode() for i in range(3)]
+    write(os.path.join(out, "llama-stream-chunked"), b"\x06" + head % b"text/event-stream" +
+          b"Transfer-Encoding: chunked\r\n\r\n" + chunked(sse(llama_events + [json.dumps(llama_final).encode()]), 41))
+    llama_whole = json.dumps(dict(llama_final, content=" t0 t1 t2", tokens=[100, 101, 102])).encode()
+    write(os.path.join(out, "llama-whole"), b"\x04" + head % b"application/json" +
+          b"Content-Length: %d\r\n\r\n" % len(llama_whole) + llama_whole)
     error_event = json.dumps({"error": {"message": "the engine failed", "type": "server_error", "code": 503}})
     write(os.path.join(out, "error-event"), b"\x02" + head % b"text/event-stream" +
           b"Transfer-Encoding: chunked\r\n\r\n" + chunked(sse(gen_events[:2] + [error_event.encode()]), 64))

@@ -3,7 +3,7 @@
 # ninja there; Debian .deb files carried in .deps by `deploy/offline-deps.sh download .deps`, and ../shared/peers
 # copied to .peers for the peer steps).
 #   tests/gpu/run-on-device.sh [test] [sanitize] [bench] [quant] [profile] [server] [serving] [llamacpp-start]
-#                              [llamacpp] [kernels] [kernels-ncu] [kernels-peers] [kernels-compile]
+#                              [llamacpp] [serving-peers] [kernels] [kernels-ncu] [kernels-peers] [kernels-compile]
 #                              (default: test sanitize bench server)
 #   test:     build natively (sm_90a) and as compute_75 PTX only (the T4 path, JIT-compiled by the driver) and run
 #             the gpu suite on both
@@ -24,6 +24,10 @@
 #   llamacpp-start: start building llama.cpp (.peers/build-llama-cpp.sh, ~9 min) in its own session, so it goes on
 #             after this command returns (the next command must come within the machine's idle time)
 #   llamacpp: wait for that build, convert bench-1b to GGUF (f16, Q8_0, Q4_0) and run llama-bench tg128 on each
+#   serving-peers: wait for that build too; bench-1b-ascii (.peers/make_bench_model_ascii.py) served by
+#             flashkernel-server and llama-server in turn, the same load tester for both (loadtest/run-peer-benchmark.sh:
+#             closed loop 1-256 clients, 1,024/256 at 64, a --rate sweep, llama-server's raw answers); $OUT/serving-peers.
+#             FK_STEPS / FK_SERVERS narrow it (see the script)
 #   kernels:  docs/kernels.md's suite: bench_kernels (every launcher, every configuration; ours.json) and the tables
 #             and rooflines (report.py) in $OUT/kernels; kernels-ncu: Nsight Compute on each launcher's main
 #             configurations (profiles/*.csv, summary.md), then the report again (each expected to take a few
@@ -199,6 +203,33 @@ case " $steps " in *" llamacpp "*)
         done
     else
         note "llama.cpp: build not finished or failed ($(cat /tmp/llama.cpp/done 2>/dev/null); $(tail -3 /tmp/llama-build.log 2>/dev/null | tr '\n' ' '))"
+    fi ;;
+esac
+
+case " $steps " in *" serving-peers "*)
+    [ -x /tmp/fk-native/loadtest/flashkernel-loadtest ] || build native sm_90a
+    make_bench1b
+    [ -f /tmp/bench-1b-ascii/model.safetensors ] || python3 .peers/make_bench_model_ascii.py $bench1b /tmp/bench-1b-ascii \
+        >"$out/make-ascii.log" 2>&1 || note "make bench-1b-ascii: FAILED"
+    for i in $(seq 1 110); do [ -f /tmp/llama.cpp/done ] && break; sleep 5; done
+    l=/tmp/llama.cpp
+    if [ "$(cat $l/done 2>/dev/null)" = 0 ]; then
+        [ -f /tmp/b1b-ascii-f16.gguf ] || PYTHONPATH=$l/gguf-py python3 $l/convert_hf_to_gguf.py /tmp/bench-1b-ascii \
+            --outtype f16 --outfile /tmp/b1b-ascii-f16.gguf >"$out/convert-ascii.log" 2>&1 || note "convert_hf_to_gguf: FAILED"
+        mkdir -p "$dest/serving-peers"
+        loadtest/run-peer-benchmark.sh /tmp/fk-native/server/flashkernel-server /tmp/fk-native/loadtest/flashkernel-loadtest \
+            $l/build/bin/llama-server /tmp/bench-1b-ascii /tmp/b1b-ascii-f16.gguf "$dest/serving-peers" \
+            >"$out/serving-peers.log" 2>&1 || note "run-peer-benchmark.sh: FAILED ($(tail -3 "$out/serving-peers.log" | tr '\n' ' '))"
+        grep -E "^\\$|^ *[0-9]+ " "$dest/serving-peers/benchmark.txt" | tee -a "$summary"
+        d=$dest/serving-peers
+        python3 loadtest/plot.py $d/flashkernel-completions-p128-o128.json $d/llama-completions-p128-o128.json \
+            $d/llama-llama-p128-o128.json --labels "flashkernel-server /v1/completions,llama-server /v1/completions,llama-server /completion" \
+            --title "bench-1b-ascii, 128/128 streamed, closed loop" --out $d/serving-peers.png >>"$out/plot.log" 2>&1 || note "plot: FAILED"
+        python3 loadtest/plot.py $d/flashkernel-completions-p128-o128-rates.json $d/llama-completions-p128-o128-rates.json \
+            --labels "flashkernel-server,llama-server" --x throughput --title "bench-1b-ascii, 128/128 streamed, Poisson arrivals" \
+            --out $d/serving-peers-rates.png >>"$out/plot.log" 2>&1 || note "plot (rates): FAILED"
+    else
+        note "llama.cpp: build not finished or failed ($(cat $l/done 2>/dev/null); $(tail -3 /tmp/llama-build.log 2>/dev/null | tr '\n' ' '))"
     fi ;;
 esac
 

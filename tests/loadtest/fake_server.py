@@ -4,8 +4,11 @@ only). It listens on a free port of 127.0.0.1, prints "PORT <port> PID <pid>" on
 python3 found on PATH may be a wrapper that forks), exits by itself after --lifetime seconds (default 300), and
 answers:
 
-  GET /v1/models       {"data": [{"id": "fake-model", "max_model_len": 4096}]}
-  POST /generate, POST /v1/completions    by MODE (request k = the k-th generation request, from 0):
+  GET /v1/models       {"data": [{"id": "fake-model", "max_model_len": 4096, "meta": {"n_vocab": 1000, ...}}]}
+                       (meta as llama-server gives it)
+  POST /generate, POST /v1/completions, POST /completion (llama-server's format, as its source at 18ef86ece
+  writes it: tools/server/server-task.cpp, to_json_non_oaicompat)    by MODE (request k = the k-th generation
+  request, from 0):
 
   ok          a valid answer with max_tokens tokens: streamed as chunked SSE cut into random pieces (CRLF and LF
               line ends, ': ping' comments), or whole with Content-Length; with --close, whole responses end at the
@@ -108,18 +111,38 @@ def error(conn, status, message):
           "Retry-After: 1\r\n" if status == 429 else "")
 
 
+def llama_final(n_tokens, usage_tokens, prompt_tokens, stream):
+    """llama-server's last event (stream) or whole answer: content and tokens only when not streamed (its tokens only
+    with return_tokens)."""
+    return {"index": 0, "content": "" if stream else " t" * n_tokens,
+            "tokens": [] if stream else list(range(100, 100 + n_tokens)), "id_slot": 0, "stop": True,
+            "model": "fake-model", "tokens_predicted": usage_tokens, "tokens_evaluated": prompt_tokens,
+            "generation_settings": {"n_predict": n_tokens}, "prompt": "", "has_new_line": False, "truncated": False,
+            "stop_type": "limit", "stopping_word": "", "tokens_cached": prompt_tokens + n_tokens,
+            "timings": {"prompt_n": prompt_tokens, "predicted_n": n_tokens}}
+
+
 def events(path, req, n_tokens, usage_tokens, prompt_tokens):
     """The SSE events of a stream, as JSON strings."""
     out = []
+    if path == "/completion":  # a prompt-progress event without tokens first, as llama-server may send
+        out.append(json.dumps({"index": 0, "content": "", "tokens": [], "stop": False, "id_slot": 0,
+                               "tokens_predicted": 0, "tokens_evaluated": prompt_tokens,
+                               "prompt_progress": {"total": prompt_tokens, "processed": prompt_tokens}}))
     for i in range(n_tokens):
-        if path == "/generate":
+        if path == "/completion":
+            out.append(json.dumps({"index": 0, "content": " t%d" % i, "tokens": [100 + i], "stop": False,
+                                   "id_slot": 0, "tokens_predicted": i + 1, "tokens_evaluated": prompt_tokens}))
+        elif path == "/generate":
             out.append(json.dumps({"text": " t%d" % i, "token": 100 + i}))
         else:
             out.append(json.dumps({"id": "cmpl-1", "object": "text_completion", "choices": [
                 {"index": 0, "text": " t%d" % i, "logprobs": None, "finish_reason": None}], "usage": None}))
     usage = {"prompt_tokens": prompt_tokens, "completion_tokens": usage_tokens,
              "total_tokens": prompt_tokens + usage_tokens}
-    if path == "/generate":
+    if path == "/completion":
+        out.append(json.dumps(llama_final(n_tokens, usage_tokens, prompt_tokens, True)))
+    elif path == "/generate":
         out.append(json.dumps({"id": "gen-1", "finish_reason": "length", "usage": usage}))
     else:
         out.append(json.dumps({"id": "cmpl-1", "choices": [
@@ -128,10 +151,11 @@ def events(path, req, n_tokens, usage_tokens, prompt_tokens):
     return out
 
 
-def sse_bytes(rng, evs):
-    """Events with random line ends (LF or CRLF) and keep-alive comments, then [DONE]."""
+def sse_bytes(rng, evs, path):
+    """Events with random line ends (LF or CRLF) and keep-alive comments, then [DONE] (not on llama-server's
+    /completion, whose stream ends with its "stop": true event)."""
     text = b""
-    for e in evs + ["[DONE]"]:
+    for e in evs + ([] if path == "/completion" else ["[DONE]"]):
         nl = b"\r\n" if rng.random() < 0.5 else b"\n"
         if rng.random() < 0.2:
             text += b": ping" + nl + nl
@@ -196,7 +220,7 @@ def answer(conn, k, method, path, body):
     req = json.loads(body)
     prompt = req.get("prompt")
     prompt_tokens = len(prompt) if isinstance(prompt, list) else max(1, len(str(prompt)) // 4)
-    n = int(req.get("max_tokens", 16))
+    n = int(req.get("n_predict" if path == "/completion" else "max_tokens", 16))
     stream = bool(req.get("stream"))
     if mode == "utf8":
         answer_utf8(conn, k, path, stream, n)
@@ -219,13 +243,13 @@ def answer(conn, k, method, path, body):
         hdr = head(200, "text/event-stream", "Transfer-Encoding: chunked\r\n\r\n")
         if mode == "slow":  # one chunk per event, --delay apart
             conn.sendall(hdr)
-            for e in evs + ["[DONE]"]:
+            for e in evs + ([] if path == "/completion" else ["[DONE]"]):
                 time.sleep(ARGS.delay)
                 piece = b"data: " + e.encode() + b"\n\n"
                 conn.sendall(b"%x\r\n" % len(piece) + piece + b"\r\n")
             conn.sendall(b"0\r\n\r\n")
             return
-        data = chunked(sse_bytes(rng, evs), rng)
+        data = chunked(sse_bytes(rng, evs, path), rng)
         if mode == "drop":
             conn.sendall(hdr + data[:len(data) // 2])
             return
@@ -235,7 +259,11 @@ def answer(conn, k, method, path, body):
         for i in range(0, len(data), 64):  # several sends: the client sees the pieces arrive apart
             conn.sendall(data[i:i + 64])
         return
-    if path == "/generate":
+    if path == "/completion":
+        obj = llama_final(n, usage_tokens, prompt_tokens, False)
+        if not req.get("return_tokens"):
+            obj["tokens"] = []
+    elif path == "/generate":
         obj = {"id": "gen-1", "text": "x" * n, "tokens": list(range(100, 100 + n)), "finish_reason": "length",
                "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": usage_tokens,
                          "total_tokens": prompt_tokens + usage_tokens}}
@@ -264,14 +292,15 @@ def handle(conn):
             time.sleep(3600)
             return
         if method == "GET" and path == "/v1/models":
-            models = {"object": "list", "data": [{"id": "fake-model", "max_model_len": 4096}]}
+            models = {"object": "list", "data": [{"id": "fake-model", "max_model_len": 4096, "meta": {
+                "vocab_type": 2, "n_vocab": 1000, "n_ctx": 4096, "n_ctx_train": 4096, "n_embd": 64}}]}
             if ARGS.mode == "utf8":
                 data = raw_json(models, "fake-model", UTF8_RAW_MODEL)
                 conn.sendall(head(200, "application/json", "Content-Length: %d\r\n\r\n" % len(data)) + data)
             else:
                 whole(conn, 200, models)
             return
-        if method != "POST" or path not in ("/generate", "/v1/completions"):
+        if method != "POST" or path not in ("/generate", "/v1/completions", "/completion"):
             whole(conn, 404, {"error": {"message": "no such route", "code": 404}})
             return
         with LOCK:

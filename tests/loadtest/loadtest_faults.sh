@@ -65,7 +65,7 @@ note() { echo "== $*"; }
 
 note "valid answers in random pieces: every endpoint and framing, all requests succeed with max_tokens tokens"
 fake ok
-for ep in generate completions; do
+for ep in generate completions llama; do
     for stream in "" --stream; do
         lt --endpoint "$ep" $stream --concurrency 1,3 --requests 9 --max-tokens 17 --prompt-len 5
         [ "$RC" = 0 ] || fail "ok/$ep/$stream: exit status $RC"
@@ -86,7 +86,7 @@ lt --concurrency 2,5 --requests 6,11 --max-tokens 9 # and one request count per 
 check '[x["ok"] for x in d["levels"]] == [6, 11] and d["params"]["requests"] == [6, 11] and l["output_tokens"] == 54'
 
 note "--cancel-rate: streams abandoned mid-way are counted as cancelled (not errors), the same ones for the same seed"
-for ep in generate completions; do
+for ep in generate completions llama; do
     lt --endpoint "$ep" --stream --cancel-rate 0.5 --concurrency 4 --requests 40 --max-tokens 9
     [ "$RC" = 0 ] || fail "cancel-rate/$ep: exit status $RC, want 0 (cancellations are not failures)"
     check 'l["requests"] == 40 and l["failed"] == 0 and l["errors"] == {} and l["ok"] + l["cancelled"] == 40'
@@ -107,6 +107,23 @@ print(sorted((r["cancelled"], r["token_events"]) for r in l["results"]))' "$WORK
 done
 lt --stream --cancel-rate 1 --concurrency 2 --requests 6 --max-tokens 2
 check 'l["cancelled"] == 6 and l["ok"] == 0 and all(r["token_events"] == 1 for r in l["results"])'
+
+note "llama-server's own API: n_predict sent, its counts read, the vocabulary from GET /v1/models' meta.n_vocab"
+"$FK_LOADTEST" --url "$URL" --endpoint llama --stream --prompt-len 3 --max-tokens 4 --requests 2 \
+    --json "$WORK/run.json" >"$WORK/out" 2>"$WORK/err" || fail "llama: exit status $? ($(cat "$WORK/err"))"
+grep -q "/completion, model fake-model (max_model_len 4096)" "$WORK/out" || fail "llama: header $(cat "$WORK/out")"
+grep -q "vocabulary of 1000 (n_vocab of GET /v1/models)" "$WORK/out" || fail "llama: vocab $(cat "$WORK/out")"
+check 'd["params"]["endpoint"] == "llama" and d["params"]["vocab"] == 1000 and l["ok"] == 2'
+check 'l["output_tokens"] == 8 and l["prompt_tokens"] == 6 and l["finish_reasons"] == {"length": 2}'
+
+note "--rate sweep: one level per rate, each open loop, with one --concurrency for all"
+lt --rate 40,80,160 --concurrency 4 --requests 12,12,24 --max-tokens 3 --stream
+[ "$RC" = 0 ] || fail "rate sweep: exit status $RC"
+check '[x["rate"] for x in d["levels"]] == [40, 80, 160] and [x["concurrency"] for x in d["levels"]] == [4, 4, 4]'
+check '[x["ok"] for x in d["levels"]] == [12, 12, 24] and d["params"]["loop"] == "open"'
+check 'd["params"]["rate"] == [40, 80, 160] and d["params"]["concurrency"] == [4, 4, 4]'
+check 'd["params"]["requests"] == [12, 12, 24]'
+grep -Eq '^ +4 +160 +24 +0 ' "$WORK/out" || fail "rate sweep: no row for rate 160: $(cat "$WORK/out")"
 
 note "mixed answers (ok, 429, 503, drop in turn): counted by kind, exit status 1"
 fake mixed
@@ -135,17 +152,21 @@ lt --concurrency 2 --requests 6 --stream
 [ "$RC" = 1 ] || fail "reset: exit status $RC"
 check 'l["errors"] == {"dropped": 6} and "before any response" in l["error_examples"]["dropped"]'
 
-note "token counts that disagree with usage: token_count_mismatch (stream and /generate's tokens)"
+note "token counts that disagree with usage: token_count_mismatch (stream, /generate's and llama's tokens)"
 fake miscount
-for stream in "" --stream; do
-    lt --concurrency 2 --requests 4 --max-tokens 5 $stream
-    check 'l["errors"] == {"token_count_mismatch": 4}'
+for ep in generate llama; do
+    for stream in "" --stream; do
+        lt --endpoint $ep --concurrency 2 --requests 4 --max-tokens 5 $stream
+        check 'l["errors"] == {"token_count_mismatch": 4}'
+    done
 done
 
 note "an error event inside a 200 stream: stream_error"
 fake errorevent
-lt --concurrency 2 --requests 4 --stream --endpoint completions
-check 'l["errors"] == {"stream_error": 4} and "device failure" in l["error_examples"]["stream_error"]'
+for ep in completions llama; do
+    lt --concurrency 2 --requests 4 --stream --endpoint $ep
+    check 'l["errors"] == {"stream_error": 4} and "device failure" in l["error_examples"]["stream_error"]'
+done
 
 note "text that is not ASCII, cut inside a character, or not UTF-8 at all: the JSON file is valid UTF-8"
 fake utf8

@@ -1,0 +1,126 @@
+#!/bin/bash
+# run-peer-benchmark.sh — flashkernel-server and llama.cpp's llama-server on the same GPU and the same model, driven by
+# the same flashkernel-loadtest (streamed, ignore_eos, greedy), one server at a time:
+#   closed loop: concurrency 1, 16, 64, 256 at 128 prompt / 128 output tokens (2 x concurrency requests, at least 16)
+#                and 64 at 1,024 / 256 (128 requests); flashkernel over /v1/completions, llama-server over
+#                /v1/completions and its own /completion (--endpoint llama)
+#   open loop:   a --rate sweep at 128 / 128 (at most 256 in flight, 10 s of arrivals per rate): the
+#                throughput-latency curve; rates per server from FK_RATES / LLAMA_RATES
+# and, for the load tester's tests, llama-server's raw answers to one streamed and one whole /completion request.
+# Writes into OUTDIR: <server>-<endpoint>-<shape>.json (draw them with loadtest/plot.py), benchmark.txt (the tables,
+# the device, the commands), server logs, llama-capture/{stream,whole}.http.
+#
+# usage: loadtest/run-peer-benchmark.sh SERVER LOADTEST LLAMA_SERVER MODEL_DIR MODEL_GGUF OUTDIR
+#   MODEL_DIR: the Hugging Face directory flashkernel-server loads; MODEL_GGUF: the same weights converted for
+#   llama.cpp (convert_hf_to_gguf.py --outtype f16). The model should emit only valid UTF-8 (see
+#   ../shared/peers/make_bench_model_ascii.py): llama-server's stream fails on a token that is not.
+# FK_STEPS (default "closed open capture") picks the parts; FK_SERVERS (default "flashkernel llama") the servers;
+# FK_BENCH_DEVICE=cpu and FK_MAX_MODEL_LEN (default 4096) only to try the script on a CPU with the demo model.
+set -euo pipefail
+if [ $# -ne 6 ]; then
+    sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2
+    exit 2
+fi
+SERVER=$1 LOADTEST=$2 LLAMA=$3 MODEL=$4 GGUF=$5 OUT=$6
+STEPS=${FK_STEPS:-closed open capture}
+SERVERS=${FK_SERVERS:-flashkernel llama}
+FK_RATES=${FK_RATES:-20,60,120,180,240,300}
+LLAMA_RATES=${LLAMA_RATES:-2,5,10,15,20,30}
+mkdir -p "$OUT"
+LOG="$OUT/benchmark.txt"
+PID=""
+trap '[ -n "$PID" ] && kill -KILL "$PID" 2>/dev/null; true' EXIT
+say() { echo "$*" | tee -a "$LOG"; }
+say "# serving against llama-server, $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+say "# commit: $(git -C "$(dirname "$0")" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+say "# device: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo unknown)"
+say "# host: $(nproc) CPUs, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -n 1)"
+
+healthy() { # PORT: GET /health answers 200
+    local line
+    { exec 3<>"/dev/tcp/127.0.0.1/$1"; } 2>/dev/null || return 1
+    printf 'GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n' >&3
+    IFS= read -r -t 5 line <&3 || line=""
+    exec 3<&-
+    [[ $line == "HTTP/1."?" 200"* ]]
+}
+
+# start NAME: starts that server on port 18080 and waits (at most 300 s) for /health.
+PORT=18080
+start() {
+    local name=$1 log="$OUT/server-$1.log" cmd i
+    if [ "$name" = flashkernel ]; then
+        cmd=("$SERVER" --device "${FK_BENCH_DEVICE:-cuda}" --model "$MODEL" --port $PORT --max-connections-per-ip 1024
+            --max-model-len "${FK_MAX_MODEL_LEN:-4096}")
+    else
+        # 256 slots of 1,536 tokens (a 1,024 + 256 request fits one); flash attention, every layer on the GPU
+        cmd=("$LLAMA" -m "$GGUF" -ngl 99 -fa on -np 256 -c $((256 * 1536)) --host 127.0.0.1 --port $PORT)
+    fi
+    say "# $name: ${cmd[*]}"
+    "${cmd[@]}" >"$log" 2>&1 &
+    PID=$!
+    for i in $(seq 1 3000); do
+        healthy $PORT && return 0
+        kill -0 "$PID" 2>/dev/null || { say "# $name exited:"; tail -n 20 "$log" >&2; exit 1; }
+        sleep 0.1
+    done
+    say "# $name did not become healthy in 300 s"
+    exit 1
+}
+stop() {
+    kill -TERM "$PID" 2>/dev/null || true
+    wait "$PID" 2>/dev/null || true
+    PID=""
+}
+
+# lt NAME ENDPOINT SHAPE ARGS...: one load-tester run into OUTDIR/NAME-ENDPOINT-SHAPE.json
+lt() {
+    local name=$1 ep=$2 shape=$3 rc=0
+    shift 3
+    local cmd=("$LOADTEST" --url "http://127.0.0.1:$PORT" --endpoint "$ep" --ignore-eos --stream --seed 1
+        --timeout 300 --json "$OUT/$name-$ep-$shape.json" "$@")
+    say ""
+    say "\$ ${cmd[*]}"
+    "${cmd[@]}" 2>/dev/null | tee -a "$LOG" || rc=${PIPESTATUS[0]}
+    [ "$rc" = 0 ] || say "# warning: flashkernel-loadtest exited with status $rc (1: some requests failed)"
+}
+
+for name in $SERVERS; do
+    start "$name"
+    eps=completions
+    [ "$name" = llama ] && eps="completions llama"
+    first=${eps%% *}
+    # warm-up, not recorded (graph captures, allocator growth, llama-server's first batches)
+    "$LOADTEST" --url "http://127.0.0.1:$PORT" --endpoint "$first" --concurrency 1,16,256 --requests 2,16,256 \
+        --prompt-len 128 --max-tokens 16 --ignore-eos --stream --seed 2 --timeout 300 >/dev/null 2>&1 ||
+        say "# warning: the warm-up of $name failed"
+    case " $STEPS " in *" closed "*)
+        for ep in $eps; do
+            lt "$name" "$ep" p128-o128 --concurrency 1,16,64,256 --requests 16,32,128,512 --prompt-len 128 \
+                --max-tokens 128
+        done
+        lt "$name" "$first" p1024-o256 --concurrency 64 --requests 128 --prompt-len 1024 --max-tokens 256 ;;
+    esac
+    case " $STEPS " in *" open "*)
+        rates=$FK_RATES
+        [ "$name" = llama ] && rates=$LLAMA_RATES
+        lt "$name" "$first" p128-o128-rates --rate "$rates" --concurrency 256 --duration 10 --prompt-len 128 \
+            --max-tokens 128 ;;
+    esac
+    case " $STEPS " in *" capture "*)
+        if [ "$name" = llama ]; then # llama-server's raw answers (status line, headers, body) as it sends them
+            mkdir -p "$OUT/llama-capture"
+            for mode in stream whole; do # the fields flashkernel-loadtest sends (return_tokens when whole)
+                f='"stream":true'
+                [ $mode = whole ] && f='"stream":false,"return_tokens":true'
+                curl -s -i --raw -H 'Content-Type: application/json' \
+                    -d "{\"prompt\":[15496,11,616,3290,318],\"n_predict\":6,\"temperature\":0,$f}" \
+                    "http://127.0.0.1:$PORT/completion" >"$OUT/llama-capture/$mode.http" || say "# capture $mode failed"
+            done
+            curl -s -i --raw "http://127.0.0.1:$PORT/v1/models" >"$OUT/llama-capture/models.http" || true
+        fi ;;
+    esac
+    stop
+done
+say ""
+say "# done"
