@@ -3,9 +3,12 @@
 # the same flashkernel-loadtest (streamed, ignore_eos, greedy), one server at a time:
 #   closed loop: concurrency 1, 16, 64, 256 at 128 prompt / 128 output tokens (2 x concurrency requests, at least 16)
 #                and 64 at 1,024 / 256 (128 requests); flashkernel over /v1/completions, llama-server over
-#                /v1/completions and its own /completion (--endpoint llama)
-#   open loop:   a --rate sweep at 128 / 128 (at most 256 in flight, 10 s of arrivals per rate): the
-#                throughput-latency curve; rates per server from FK_RATES / LLAMA_RATES
+#                /v1/completions and its own /completion (--endpoint llama). llama-server is started for each level
+#                with as many slots as clients (-np N, 1,536 tokens each): its steps cost more with more slots (at 16
+#                clients -np 16 gives ~3x the tokens/s of -np 256), so each level gets its best setting;
+#                flashkernel-server is started once with its defaults
+#   open loop:   a --rate sweep at 128 / 128 (at most 256 in flight, 10 s of arrivals per rate; llama-server with
+#                -np 256): the throughput-latency curve; rates per server from FK_RATES / LLAMA_RATES
 # and, for the load tester's tests, llama-server's raw answers to one streamed and one whole /completion request.
 # Writes into OUTDIR: <server>-<endpoint>-<shape>.json (draw them with loadtest/plot.py), benchmark.txt (the tables,
 # the device, the commands), server logs, llama-capture/{stream,whole}.http.
@@ -45,16 +48,17 @@ healthy() { # PORT: GET /health answers 200
     [[ $line == "HTTP/1."?" 200"* ]]
 }
 
-# start NAME: starts that server on port 18080 and waits (at most 300 s) for /health.
+# start NAME [SLOTS]: starts that server on port 18080 (llama-server with SLOTS slots, default 256) and waits (at
+# most 300 s) for /health.
 PORT=18080
 start() {
-    local name=$1 log="$OUT/server-$1.log" cmd i
+    local name=$1 np=${2:-256} log="$OUT/server-$1-${2:-256}.log" cmd i
     if [ "$name" = flashkernel ]; then
         cmd=("$SERVER" --device "${FK_BENCH_DEVICE:-cuda}" --model "$MODEL" --port $PORT --max-connections-per-ip 1024
             --max-model-len "${FK_MAX_MODEL_LEN:-4096}")
     else
         # 256 slots of 1,536 tokens (a 1,024 + 256 request fits one); flash attention, every layer on the GPU
-        cmd=("$LLAMA" -m "$GGUF" -ngl 99 -fa on -np 256 -c $((256 * 1536)) --host 127.0.0.1 --port $PORT)
+        cmd=("$LLAMA" -m "$GGUF" -ngl 99 -fa on -np "$np" -c $((np * 1536)) --host 127.0.0.1 --port $PORT)
     fi
     say "# $name: ${cmd[*]}"
     "${cmd[@]}" >"$log" 2>&1 &
@@ -85,22 +89,45 @@ lt() {
     [ "$rc" = 0 ] || say "# warning: flashkernel-loadtest exited with status $rc (1: some requests failed)"
 }
 
+warm_up() { # ENDPOINT CONCURRENCY...: not recorded (graph captures, allocator growth, llama-server's first batches)
+    local ep=$1 c
+    shift
+    for c in "$@"; do
+        "$LOADTEST" --url "http://127.0.0.1:$PORT" --endpoint "$ep" --concurrency "$c" --requests "$c" \
+            --prompt-len 128 --max-tokens 16 --ignore-eos --stream --seed 2 --timeout 300 >/dev/null 2>&1 ||
+            say "# warning: the warm-up at $c failed"
+    done
+}
+
 for name in $SERVERS; do
-    start "$name"
     eps=completions
     [ "$name" = llama ] && eps="completions llama"
     first=${eps%% *}
-    # warm-up, not recorded (graph captures, allocator growth, llama-server's first batches)
-    "$LOADTEST" --url "http://127.0.0.1:$PORT" --endpoint "$first" --concurrency 1,16,256 --requests 2,16,256 \
-        --prompt-len 128 --max-tokens 16 --ignore-eos --stream --seed 2 --timeout 300 >/dev/null 2>&1 ||
-        say "# warning: the warm-up of $name failed"
     case " $STEPS " in *" closed "*)
-        for ep in $eps; do
-            lt "$name" "$ep" p128-o128 --concurrency 1,16,64,256 --requests 16,32,128,512 --prompt-len 128 \
+        if [ "$name" = flashkernel ]; then
+            start "$name"
+            warm_up "$first" 1 16 256
+            lt "$name" "$first" p128-o128 --concurrency 1,16,64,256 --requests 16,32,128,512 --prompt-len 128 \
                 --max-tokens 128
-        done
-        lt "$name" "$first" p1024-o256 --concurrency 64 --requests 128 --prompt-len 1024 --max-tokens 256 ;;
+            lt "$name" "$first" p1024-o256 --concurrency 64 --requests 128 --prompt-len 1024 --max-tokens 256
+            stop
+        else
+            for c in 1 16 64 256; do
+                start "$name" $c
+                warm_up "$first" $c
+                for ep in $eps; do
+                    lt "$name" "$ep" p128-o128-c$c --concurrency $c --requests $((c < 8 ? 16 : 2 * c)) \
+                        --prompt-len 128 --max-tokens 128
+                done
+                [ $c = 64 ] && lt "$name" "$first" p1024-o256 --concurrency 64 --requests 128 --prompt-len 1024 \
+                    --max-tokens 256
+                stop
+            done
+        fi ;;
     esac
+    case " $STEPS " in *" open "*|*" capture "*) ;; *) continue ;; esac
+    start "$name"
+    warm_up "$first" 1 16 256
     case " $STEPS " in *" open "*)
         rates=$FK_RATES
         [ "$name" = llama ] && rates=$LLAMA_RATES

@@ -221,13 +221,28 @@ case " $steps " in *" serving-peers "*)
             $l/build/bin/llama-server /tmp/bench-1b-ascii /tmp/b1b-ascii-f16.gguf "$dest/serving-peers" \
             >"$out/serving-peers.log" 2>&1 || note "run-peer-benchmark.sh: FAILED ($(tail -3 "$out/serving-peers.log" | tr '\n' ' '))"
         grep -E "^\\$|^ *[0-9]+ " "$dest/serving-peers/benchmark.txt" | tee -a "$summary"
+        for n in 64 256; do # the engine's own rate, without HTTP: what the server should keep >= 90 % of
+            /tmp/fk-native/tools/flashkernel bench-engine --model /tmp/bench-1b-ascii --device cuda --requests $n \
+                --prompt-len 128 --max-tokens 128 --max-model-len 4096 >"$out/bench-engine-$n.log" 2>&1
+            note "flashkernel bench-engine, bench-1b-ascii, $n requests 128/128: $(grep -E 'output tokens/s' "$out/bench-engine-$n.log")"
+        done
         d=$dest/serving-peers
-        python3 loadtest/plot.py $d/flashkernel-completions-p128-o128.json $d/llama-completions-p128-o128.json \
-            $d/llama-llama-p128-o128.json --labels "flashkernel-server /v1/completions,llama-server /v1/completions,llama-server /completion" \
-            --title "bench-1b-ascii, 128/128 streamed, closed loop" --out $d/serving-peers.png >>"$out/plot.log" 2>&1 || note "plot: FAILED"
+        files=() labels=""
+        for f in $d/flashkernel-completions-p128-o128.json $d/llama-completions-p128-o128-c*.json $d/llama-llama-p128-o128-c*.json; do
+            case $f in
+                */flashkernel-*) l="flashkernel-server /v1/completions" ;;
+                */llama-completions-*) l="llama-server /v1/completions" ;;
+                *) l="llama-server /completion" ;;
+            esac
+            files+=("$f") labels="$labels${labels:+,}$l"
+        done
+        python3 loadtest/plot.py "${files[@]}" --labels "$labels" --out $d/serving-peers.png \
+            --title "bench-1b-ascii on an H100, 128/128 streamed, closed loop (llama-server: -np = clients)" >>"$out/plot.log" 2>&1 || note "plot: FAILED"
         python3 loadtest/plot.py $d/flashkernel-completions-p128-o128-rates.json $d/llama-completions-p128-o128-rates.json \
-            --labels "flashkernel-server,llama-server" --x throughput --title "bench-1b-ascii, 128/128 streamed, Poisson arrivals" \
-            --out $d/serving-peers-rates.png >>"$out/plot.log" 2>&1 || note "plot (rates): FAILED"
+            --labels "flashkernel-server,llama-server -np 256" --x throughput --out $d/serving-peers-rates.png \
+            --title "bench-1b-ascii on an H100, 128/128 streamed, Poisson arrivals (at most 256 in flight)" >>"$out/plot.log" 2>&1 || note "plot (rates): FAILED"
+        # few files come back from the device: the results in one archive, the pictures and the log beside it
+        (cd $d && tar czf ../serving-peers.tgz --exclude='server-*.log' . && mv serving-peers*.png benchmark.txt .. && cd .. && rm -rf serving-peers)
     else
         note "llama.cpp: build not finished or failed ($(cat $l/done 2>/dev/null); $(tail -3 /tmp/llama-build.log 2>/dev/null | tr '\n' ' '))"
     fi ;;
