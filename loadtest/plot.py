@@ -97,13 +97,13 @@ def main():
             ax.minorticks_off()
             ax.set_xlabel("concurrency (clients)")
         else:
+            ax.set_xscale("log")  # servers of very different capacity on one axis
             ax.set_xlabel("output tokens/s achieved (one point per arrival rate)")
-            ax.set_xlim(left=0)
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=7)
     if args.x == "concurrency":
         ax_tok.set_ylabel("output tokens/s")
-        ax_tok.set_ylim(bottom=0)
+        ax_tok.set_yscale("log")  # servers of very different capacity on one axis
     ax_ttft.set_yscale("log")
     ax_ttft.set_ylabel("TTFT (ms)")
     ax_itl.set_yscale("log")

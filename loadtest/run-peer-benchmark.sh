@@ -52,18 +52,18 @@ healthy() { # PORT: GET /health answers 200
 # most 300 s) for /health.
 PORT=18080
 start() {
-    local name=$1 np=${2:-256} log="$OUT/server-$1-${2:-256}.log" cmd i
+    local name=$1 np=${2:-256} log="$OUT/server-$1-${2:-256}.log" cmd _
     if [ "$name" = flashkernel ]; then
-        cmd=("$SERVER" --device "${FK_BENCH_DEVICE:-cuda}" --model "$MODEL" --port $PORT --max-connections-per-ip 1024
+        cmd=("$SERVER" --device "${FK_BENCH_DEVICE:-cuda}" --model "$MODEL" --port "$PORT" --max-connections-per-ip 1024
             --max-model-len "${FK_MAX_MODEL_LEN:-4096}")
     else
         # 256 slots of 1,536 tokens (a 1,024 + 256 request fits one); flash attention, every layer on the GPU
-        cmd=("$LLAMA" -m "$GGUF" -ngl 99 -fa on -np "$np" -c $((np * 1536)) --host 127.0.0.1 --port $PORT)
+        cmd=("$LLAMA" -m "$GGUF" -ngl 99 -fa on -np "$np" -c $((np * 1536)) --host 127.0.0.1 --port "$PORT")
     fi
     say "# $name: ${cmd[*]}"
     "${cmd[@]}" >"$log" 2>&1 &
     PID=$!
-    for i in $(seq 1 3000); do
+    for _ in $(seq 1 3000); do
         healthy $PORT && return 0
         kill -0 "$PID" 2>/dev/null || { say "# $name exited:"; tail -n 20 "$log" >&2; exit 1; }
         sleep 0.1

@@ -194,6 +194,9 @@ def loadtest_seeds():
                                 "tokens_predicted": i + 1, "tokens_evaluated": 4}).encode() for i in range(3)]
     write(os.path.join(out, "llama-stream-chunked"), b"\x06" + head % b"text/event-stream" +
           b"Transfer-Encoding: chunked\r\n\r\n" + chunked(sse(llama_events + [json.dumps(llama_final).encode()]), 41))
+    for name, steer in (("stream", b"\x06"), ("whole", b"\x04")):  # and what a real llama-server sent
+        with open(os.path.join(FIX, "llama-server", name + ".http"), "rb") as f:
+            write(os.path.join(out, "llama-server-" + name), steer + f.read())
     llama_whole = json.dumps(dict(llama_final, content=" t0 t1 t2", tokens=[100, 101, 102])).encode()
     write(os.path.join(out, "llama-whole"), b"\x04" + head % b"application/json" +
           b"Content-Length: %d\r\n\r\n" % len(llama_whole) + llama_whole)

@@ -227,16 +227,16 @@ case " $steps " in *" serving-peers "*)
             note "flashkernel bench-engine, bench-1b-ascii, $n requests 128/128: $(grep -E 'output tokens/s' "$out/bench-engine-$n.log")"
         done
         d=$dest/serving-peers
-        files=() labels=""
+        set -- ; labels=""
         for f in $d/flashkernel-completions-p128-o128.json $d/llama-completions-p128-o128-c*.json $d/llama-llama-p128-o128-c*.json; do
             case $f in
                 */flashkernel-*) l="flashkernel-server /v1/completions" ;;
                 */llama-completions-*) l="llama-server /v1/completions" ;;
                 *) l="llama-server /completion" ;;
             esac
-            files+=("$f") labels="$labels${labels:+,}$l"
+            set -- "$@" "$f"; labels="$labels${labels:+,}$l"
         done
-        python3 loadtest/plot.py "${files[@]}" --labels "$labels" --out $d/serving-peers.png \
+        python3 loadtest/plot.py "$@" --labels "$labels" --out $d/serving-peers.png \
             --title "bench-1b-ascii on an H100, 128/128 streamed, closed loop (llama-server: -np = clients)" >>"$out/plot.log" 2>&1 || note "plot: FAILED"
         python3 loadtest/plot.py $d/flashkernel-completions-p128-o128-rates.json $d/llama-completions-p128-o128-rates.json \
             --labels "flashkernel-server,llama-server -np 256" --x throughput --out $d/serving-peers-rates.png \

@@ -1,7 +1,8 @@
 /* test_loadtest.c — the load tester's parts without a server: the SSE parser against events it must give back
  * (fresh random events, line ends and splits each run), nearest-rank percentiles against their definition (count
  * of samples at or below), URL parsing, prompts (random and from a file), the level summary, the seeded
- * generator. The seed is printed; FK_TEST_SEED replays it. */
+ * generator, and llama-server's real answers (tests/fixtures/llama-server) through the response reader. The seed is
+ * printed; FK_TEST_SEED replays it. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,9 +15,12 @@
 
 #include <cmocka.h>
 #include <cjson/cJSON.h>
+#include <fcntl.h>
+#include <sys/socket.h>
 
 #include "buf.h"
 #include "prompts.h"
+#include "request.h"
 #include "rng.h"
 #include "sse.h"
 #include "stats.h"
@@ -377,6 +381,75 @@ static void test_rng(void **state)
         assert_true(hist[k] > n / 7 - 5 * 156 && hist[k] < n / 7 + 5 * 156);
 }
 
+/* ---- llama-server's answers ---- */
+
+/* The bytes of tests/fixtures/llama-server/<name>, read back by request_read as the load tester reads a response
+ * from a socket (written in pieces of random sizes), as a request to endpoint ep. */
+static void read_capture(const char *name, endpoint ep, bool stream, req_result *r)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/llama-server/%s", FK_FIXTURES_DIR, name);
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    buf b = {0};
+    char chunk[4096];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+        assert_true(buf_append(&b, chunk, n));
+    fclose(f);
+    int sv[2];
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    const int size = 1 << 20; /* the whole capture fits: no reader is needed while writing it */
+    setsockopt(sv[1], SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
+    setsockopt(sv[0], SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
+    rng g;
+    rng_init(&g, seed(), 7, stream);
+    for (size_t at = 0; at < b.len;) {
+        size_t piece = 1 + (size_t)rng_below(&g, 200);
+        if (piece > b.len - at)
+            piece = b.len - at;
+        assert_int_equal(write(sv[1], b.s + at, piece), (ssize_t)piece);
+        at += piece;
+    }
+    close(sv[1]);
+    fcntl(sv[0], F_SETFL, O_NONBLOCK);
+    request_config c = {.ep = ep, .stream = stream, .max_tokens = 6, .timeout_s = 10, .stop_fd = -1};
+    request_read(&c, sv[0], r);
+    close(sv[0]);
+    buf_free(&b);
+}
+
+/* The counts the fixtures' README gives for the captures: 6 tokens after a 5-token prompt, stopped by the limit. */
+static void test_llama_server_answers(void **state)
+{
+    (void)state;
+    req_result r;
+    read_capture("stream.http", ENDPOINT_LLAMA, true, &r);
+    assert_int_equal(r.error, REQ_OK);
+    assert_int_equal(r.status, 200);
+    assert_int_equal(r.token_events, 6);
+    assert_int_equal(r.output_tokens, 6);
+    assert_int_equal(r.prompt_tokens, 5);
+    assert_int_equal(r.n_itl, 5);
+    assert_true(r.ttft >= 0);
+    assert_string_equal(r.finish, "length");
+    request_result_free(&r);
+
+    read_capture("whole.http", ENDPOINT_LLAMA, false, &r);
+    assert_int_equal(r.error, REQ_OK);
+    assert_int_equal(r.output_tokens, 6);
+    assert_int_equal(r.prompt_tokens, 5);
+    assert_int_equal(r.token_events, 0);
+    assert_string_equal(r.finish, "length");
+    request_result_free(&r);
+
+    /* the same stream read as an OpenAI one is refused (it never ends with [DONE]), not counted as a success */
+    read_capture("stream.http", ENDPOINT_COMPLETIONS, true, &r);
+    assert_int_equal(r.error, REQ_BAD_RESPONSE);
+    assert_non_null(r.message);
+    request_result_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -384,6 +457,7 @@ int main(void)
         cmocka_unit_test(test_percentiles),       cmocka_unit_test(test_summary),
         cmocka_unit_test(test_url),               cmocka_unit_test(test_prompts_random),
         cmocka_unit_test(test_prompts_file),      cmocka_unit_test(test_rng),
+        cmocka_unit_test(test_llama_server_answers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
