@@ -19,16 +19,8 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include "bench_check.h"
 #include "kernels.h"
-
-#define CHECK(call)                                                                                                \
-    do {                                                                                                           \
-        cudaError_t e_ = (call);                                                                                   \
-        if (e_ != cudaSuccess) {                                                                                   \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_));                \
-            exit(1);                                                                                               \
-        }                                                                                                          \
-    } while (0)
 
 static __global__ void fill_random(__half *p, size_t n, unsigned seed)
 {

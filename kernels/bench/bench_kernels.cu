@@ -35,25 +35,8 @@
 #include <cuda_profiler_api.h>
 #include <cuda_runtime.h>
 
+#include "bench_check.h"
 #include "kernels.h"
-
-#define CHECK(call)                                                                                                \
-    do {                                                                                                           \
-        cudaError_t e_ = (call);                                                                                   \
-        if (e_ != cudaSuccess) {                                                                                   \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_));                 \
-            exit(1);                                                                                               \
-        }                                                                                                          \
-    } while (0)
-
-#define BLAS(call)                                                                                                 \
-    do {                                                                                                           \
-        cublasStatus_t s_ = (call);                                                                                \
-        if (s_ != CUBLAS_STATUS_SUCCESS) {                                                                         \
-            fprintf(stderr, "%s:%d: %s: cuBLAS status %d\n", __FILE__, __LINE__, #call, (int)s_);                  \
-            exit(1);                                                                                               \
-        }                                                                                                          \
-    } while (0)
 
 static const char USAGE[] =
     "usage: bench_kernels [options]\n"
