@@ -40,15 +40,8 @@ say "# commit: $(git -C "$(dirname "$0")" rev-parse --short HEAD 2>/dev/null || 
 say "# device: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo unknown)"
 say "# host: $(nproc) CPUs, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -n 1)"
 
-# health PORT: true when GET /health answers 200 (bash's /dev/tcp: no curl needed).
-health() {
-    local line
-    { exec 3<>"/dev/tcp/127.0.0.1/$1"; } 2>/dev/null || return 1
-    printf 'GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n' >&3
-    IFS= read -r -t 5 line <&3 || line=""
-    exec 3<&-
-    [[ $line == "HTTP/1."?" 200"* ]]
-}
+# shellcheck source=loadtest/health.sh
+. "$(dirname "$0")/health.sh"
 
 # start_server DIR NAME: starts the server on the GPU on a free port, waits for /health (at most 300 s); sets PORT.
 start_server() {

@@ -39,14 +39,8 @@ say "# commit: $(git -C "$(dirname "$0")" rev-parse --short HEAD 2>/dev/null || 
 say "# device: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo unknown)"
 say "# host: $(nproc) CPUs, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -n 1)"
 
-healthy() { # PORT: GET /health answers 200
-    local line
-    { exec 3<>"/dev/tcp/127.0.0.1/$1"; } 2>/dev/null || return 1
-    printf 'GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n' >&3
-    IFS= read -r -t 5 line <&3 || line=""
-    exec 3<&-
-    [[ $line == "HTTP/1."?" 200"* ]]
-}
+# shellcheck source=loadtest/health.sh
+. "$(dirname "$0")/health.sh"
 
 # start NAME [SLOTS]: starts that server on port 18080 (llama-server with SLOTS slots, default 256) and waits (at
 # most 300 s) for /health.
@@ -64,7 +58,7 @@ start() {
     "${cmd[@]}" >"$log" 2>&1 &
     PID=$!
     for _ in $(seq 1 3000); do
-        healthy $PORT && return 0
+        health $PORT && return 0
         kill -0 "$PID" 2>/dev/null || { say "# $name exited:"; tail -n 20 "$log" >&2; exit 1; }
         sleep 0.1
     done
