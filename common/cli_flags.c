@@ -141,6 +141,7 @@ const struct option cli_engine_options[CLI_ENGINE_OPTION_COUNT] = {
     {"max-num-batched-tokens", required_argument, 0, CLI_ENGINE_OPTION_BASE + 4},
     {"max-model-len", required_argument, 0, CLI_ENGINE_OPTION_BASE + 5},
     {"gpu-memory-utilization", required_argument, 0, CLI_ENGINE_OPTION_BASE + 6},
+    {"no-overlap", no_argument, 0, CLI_ENGINE_OPTION_BASE + 7},
 };
 
 const char cli_engine_usage[] =
@@ -153,7 +154,9 @@ const char cli_engine_usage[] =
     "                      tokens per engine step, prefill chunks included (default 2048)\n"
     "  --max-model-len N   prompt + output tokens per request (default: the model's context)\n"
     "  --gpu-memory-utilization F\n"
-    "                      share of GPU memory to use, weights and KV cache included (default 0.9)\n";
+    "                      share of GPU memory to use, weights and KV cache included (default 0.9)\n"
+    "  --no-overlap        run engine steps one at a time (default: the host schedules and reports while\n"
+    "                      the GPU computes the step before; the tokens are the same)\n";
 
 bool cli_engine_option(int opt, const char *arg, fk_engine_params *ep)
 {
@@ -165,6 +168,7 @@ bool cli_engine_option(int opt, const char *arg, fk_engine_params *ep)
     case 4: return cli_parse_int("--max-num-batched-tokens", arg, 1, 1 << 20, &ep->max_num_batched_tokens);
     case 5: return cli_parse_int("--max-model-len", arg, 1, 1 << 24, &ep->max_model_len);
     case 6: return cli_parse_float("--gpu-memory-utilization", arg, 0.01f, 1, &ep->gpu_memory_utilization);
+    case 7: ep->overlap = false; return true;
     }
     return false;
 }

@@ -150,7 +150,12 @@ typedef struct fk_engine_params {
     int fault_after_steps;      /* test hook: after this many steps the device is made to fail as a real fault would
                                  * (on a GPU a sticky illegal-address error); 0 = never (default) */
     bool profile;               /* time every op of every step (device events around each op on a GPU, wall time on
-                                 * the CPU) for fk_engine_get_profile; costs a little per op; off by default */
+                                 * the CPU) for fk_engine_get_profile; costs a little per op; off by default; steps
+                                 * then run one at a time */
+    bool overlap;               /* overlapped steps (default true): fk_engine_step enqueues a step and then finishes
+                                 * the one before it (its tokens, events and finishes) while the device computes, so
+                                 * events come one step later; the tokens are the same as with false. Steps run one
+                                 * at a time anyway while a request needs the host sampler (logprobs, penalties) */
 } fk_engine_params;
 
 fk_engine_params fk_engine_params_default(void);
@@ -230,16 +235,18 @@ fk_status fk_engine_submit(fk_engine *engine, const int32_t *prompt, int n_promp
                            uint64_t *id, fk_error *err);
 
 /* One step: schedule (running decodes first, then prefill chunks, within max_num_batched_tokens), run the
- * batch, sample, and report tokens through the callbacks; finished requests free their KV blocks in the same
- * step. With nothing to do it returns at once. A device error marks the engine failed for good: every request
- * gets a final FK_FINISH_ERROR event and this and every later call return FK_ERR_DEVICE. */
+ * batch, sample, and report tokens through the callbacks; finished requests free their KV blocks when their last
+ * token is reported. Overlapped (params.overlap), the call enqueues the step on the device and then reports the
+ * step before it while the device computes; a call with nothing new to schedule finishes the step in flight. With
+ * nothing to do it returns at once. A device error marks the engine failed for good: every request gets a final
+ * FK_FINISH_ERROR event and this and every later call return FK_ERR_DEVICE. */
 fk_status fk_engine_step(fk_engine *engine, fk_error *err);
 
 /* Ends a request now, whether waiting, prefilling or decoding: its blocks are freed and its callback gets a final
  * FK_FINISH_CANCEL event. Errors: FK_ERR_INVALID_ARGUMENT for an id that is unknown or already finished. */
 fk_status fk_engine_cancel(fk_engine *engine, uint64_t id, fk_error *err);
 
-/* Whether any request is waiting or running. */
+/* Whether any request is waiting or running, or a step's tokens are still to be reported. */
 bool fk_engine_has_work(const fk_engine *engine);
 
 typedef struct fk_engine_stats {

@@ -113,6 +113,10 @@ cudaError_t k_bias_gelu(void *y, const void *bias, int n, int out, cudaStream_t 
 /* out[m][d] = x[rows[i]]. */
 cudaError_t k_gather_rows(void *out, const void *x, const int32_t *rows, int m, int d, cudaStream_t stream);
 
+/* ids[dst[i]] = tokens[src[i]] for i < n (int32): input ids the previous pass sampled. */
+cudaError_t k_fill_ids(int32_t *ids, const int32_t *dst, const int32_t *tokens, const int32_t *src, int n,
+                       cudaStream_t stream);
+
 /* out[n] (float) = in[n] (half). */
 cudaError_t k_half_to_float(float *out, const void *in, size_t n, cudaStream_t stream);
 

@@ -83,6 +83,15 @@ typedef struct backend_ops {
     /* n act elements to float32 on the host (waits for pending work). */
     fk_status (*download_act)(backend *b, float *dst, const void *src, size_t n, fk_error *err);
 
+    /* Host memory the device copies to and from without the host waiting (page-locked on a GPU): the staging
+     * buffers of an overlapped step. host_alloc returns zeroed memory. */
+    fk_status (*host_alloc)(backend *b, size_t bytes, void **out, fk_error *err);
+    void (*host_free)(backend *b, void *p);
+    /* Enqueues a copy of bytes from device src to host_alloc memory dst and returns at once; fetch_wait(slot) waits
+     * until it (and everything enqueued before it) is done. slot is 0 or 1, so that two fetches can be in flight. */
+    fk_status (*fetch_begin)(backend *b, void *dst, const void *src, size_t bytes, int slot, fk_error *err);
+    fk_status (*fetch_wait)(backend *b, int slot, fk_error *err);
+
     /* Free and total device memory in bytes; both 0 for a backend whose memory is the host's. */
     fk_status (*memory_info)(backend *b, size_t *free_bytes, size_t *total_bytes, fk_error *err);
 
@@ -137,6 +146,11 @@ typedef struct backend_ops {
 
     /* out[m][d] = x[rows[i]]. */
     fk_status (*gather_rows)(backend *b, void *out, const void *x, const int32_t *rows, int m, int d, fk_error *err);
+
+    /* ids[dst[i]] = tokens[src[i]] for i < n: a pass's input ids that the previous pass sampled, filled in on the
+     * device so that the host need not wait for them (the overlapped step). */
+    fk_status (*fill_ids)(backend *b, int32_t *ids, const int32_t *dst, const int32_t *tokens, const int32_t *src,
+                          int n, fk_error *err);
 
     /* Graphs (NULL on backends without them): the ops between capture_begin and capture_end are recorded instead
      * of run; graph_launch replays them on whatever the device buffers hold then. Recorded ops may not upload or

@@ -63,6 +63,18 @@ static fk_status cpu_copy(backend *b, void *dst, const void *src, size_t bytes, 
     return FK_OK;
 }
 
+static fk_status cpu_fetch_begin(backend *b, void *dst, const void *src, size_t bytes, int slot, fk_error *err)
+{
+    (void)slot;
+    return cpu_copy(b, dst, src, bytes, err); /* the CPU's ops are done when they return */
+}
+
+static fk_status cpu_fetch_wait(backend *b, int slot, fk_error *err)
+{
+    (void)b, (void)slot, (void)err;
+    return FK_OK;
+}
+
 static fk_status cpu_download_act(backend *b, float *dst, const void *src, size_t n, fk_error *err)
 {
     return cpu_copy(b, dst, src, n * sizeof(float), err);
@@ -453,6 +465,15 @@ static fk_status cpu_gather_rows(backend *b, void *out, const void *x, const int
     return FK_OK;
 }
 
+static fk_status cpu_fill_ids(backend *b, int32_t *ids, const int32_t *dst, const int32_t *tokens,
+                              const int32_t *src, int n, fk_error *err)
+{
+    (void)b, (void)err;
+    for (int i = 0; i < n; i++)
+        ids[dst[i]] = tokens[src[i]];
+    return FK_OK;
+}
+
 static fk_status cpu_sample(backend *b, int32_t *tokens, const void *logits, const sample_row *rows, int n_rows,
                             int vocab, fk_error *err)
 {
@@ -510,6 +531,10 @@ static const backend_ops cpu_ops = {
     .upload = cpu_copy,
     .download = cpu_copy,
     .download_act = cpu_download_act,
+    .host_alloc = cpu_alloc,
+    .host_free = cpu_release,
+    .fetch_begin = cpu_fetch_begin,
+    .fetch_wait = cpu_fetch_wait,
     .memory_info = cpu_memory_info,
     .upload_weight = cpu_upload_weight,
     .upload_linear = cpu_upload_linear,
@@ -523,6 +548,7 @@ static const backend_ops cpu_ops = {
     .linear_silu_mul = cpu_linear_silu_mul,
     .linear_gelu = cpu_linear_gelu,
     .gather_rows = cpu_gather_rows,
+    .fill_ids = cpu_fill_ids,
     .prof_mark = cpu_prof_mark,
     .prof_read = cpu_prof_read,
     .inject_fault = cpu_inject_fault,

@@ -43,6 +43,7 @@ typedef struct cuda_backend {
     cudaEvent_t *marks;         /* profiling: PROF_MARKS events, created at the first mark */
     int32_t *tile_pairs;        /* host: (sequence, first query) of each, as the kernel reads them */
     int tiles_cap;
+    cudaEvent_t fetched[2]; /* fetch_begin's copies, by slot */
 } cuda_backend;
 
 #define BLAS_WORKSPACE_BYTES (32u << 20) /* what cuBLAS recommends for Hopper */
@@ -94,6 +95,9 @@ static void cuda_destroy(backend *b)
     for (int i = 0; cb->marks && i < PROF_MARKS; i++)
         cudaEventDestroy(cb->marks[i]);
     free(cb->marks);
+    for (int i = 0; i < 2; i++)
+        if (cb->fetched[i])
+            cudaEventDestroy(cb->fetched[i]);
     free(cb->staging);
     free(cb->tiles);
     free(cb->tile_pairs);
@@ -126,6 +130,35 @@ static fk_status cuda_upload(backend *b, void *dst, const void *src, size_t byte
 {
     if (bytes)
         CUDA_OK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, cb_of(b)->stream), "upload");
+    return FK_OK;
+}
+
+static fk_status cuda_host_alloc(backend *b, size_t bytes, void **out, fk_error *err)
+{
+    (void)b;
+    CUDA_OK(cudaMallocHost(out, bytes ? bytes : 1), "cudaMallocHost");
+    memset(*out, 0, bytes);
+    return FK_OK;
+}
+
+static void cuda_host_free(backend *b, void *p)
+{
+    (void)b;
+    cudaFreeHost(p); /* at teardown: an error here has nowhere to go */
+}
+
+static fk_status cuda_fetch_begin(backend *b, void *dst, const void *src, size_t bytes, int slot, fk_error *err)
+{
+    cuda_backend *cb = cb_of(b);
+    if (bytes)
+        CUDA_OK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, cb->stream), "fetch");
+    CUDA_OK(cudaEventRecord(cb->fetched[slot], cb->stream), "cudaEventRecord");
+    return FK_OK;
+}
+
+static fk_status cuda_fetch_wait(backend *b, int slot, fk_error *err)
+{
+    CUDA_OK(cudaEventSynchronize(cb_of(b)->fetched[slot]), "cudaEventSynchronize");
     return FK_OK;
 }
 
@@ -531,6 +564,12 @@ static fk_status cuda_gather_rows(backend *b, void *out, const void *x, const in
     return launched(k_gather_rows(out, x, rows, m, d, cb_of(b)->stream), "gather_rows", err);
 }
 
+static fk_status cuda_fill_ids(backend *b, int32_t *ids, const int32_t *dst, const int32_t *tokens,
+                               const int32_t *src, int n, fk_error *err)
+{
+    return launched(k_fill_ids(ids, dst, tokens, src, n, cb_of(b)->stream), "fill_ids", err);
+}
+
 _Static_assert(sizeof(sample_row) == sizeof(k_sample_row) && offsetof(sample_row, u) == offsetof(k_sample_row, u) &&
                    offsetof(sample_row, top_k) == offsetof(k_sample_row, top_k),
                "sample_row and k_sample_row must share a layout");
@@ -625,6 +664,10 @@ static const backend_ops cuda_ops = {
     .upload = cuda_upload,
     .download = cuda_download,
     .download_act = cuda_download_act,
+    .host_alloc = cuda_host_alloc,
+    .host_free = cuda_host_free,
+    .fetch_begin = cuda_fetch_begin,
+    .fetch_wait = cuda_fetch_wait,
     .memory_info = cuda_memory_info,
     .upload_weight = cuda_upload_weight,
     .upload_linear = cuda_upload_linear,
@@ -638,6 +681,7 @@ static const backend_ops cuda_ops = {
     .linear_silu_mul = cuda_linear_silu_mul,
     .linear_gelu = cuda_linear_gelu,
     .gather_rows = cuda_gather_rows,
+    .fill_ids = cuda_fill_ids,
     .capture_begin = cuda_capture_begin,
     .capture_end = cuda_capture_end,
     .graph_launch = cuda_graph_launch,
@@ -715,7 +759,9 @@ fk_status backend_cuda_create(backend **out, fk_error *err)
     fk_status s = FK_OK;
     if ((e = cudaGetDevice(&cb->device)) != cudaSuccess ||
         (e = cudaDeviceGetAttribute(&cb->n_sms, cudaDevAttrMultiProcessorCount, cb->device)) != cudaSuccess ||
-        (e = cudaStreamCreateWithFlags(&cb->stream, cudaStreamNonBlocking)) != cudaSuccess)
+        (e = cudaStreamCreateWithFlags(&cb->stream, cudaStreamNonBlocking)) != cudaSuccess ||
+        (e = cudaEventCreateWithFlags(&cb->fetched[0], cudaEventDisableTiming)) != cudaSuccess ||
+        (e = cudaEventCreateWithFlags(&cb->fetched[1], cudaEventDisableTiming)) != cudaSuccess)
         s = cuda_fail(err, "device setup", e);
     else if ((e = cudaMalloc(&cb->blas_workspace, BLAS_WORKSPACE_BYTES)) != cudaSuccess)
         s = cuda_fail(err, "cuBLAS workspace", e);

@@ -19,6 +19,9 @@ typedef struct batch {
     const int32_t *context_len;  /* [n_seqs]: tokens of the sequence in the cache after this pass */
     const int32_t *block_tables; /* [n_seqs][max_blocks] */
     const int32_t *logit_rows;   /* [n_logits]: token indices whose logits are returned, in this order */
+    int n_fill;                  /* input ids not yet known on the host (placeholders of an overlapped step): */
+    const int32_t *fill_dst;     /* [n_fill] token index i whose id is */
+    const int32_t *fill_src;     /* [n_fill] the token the previous pass sampled from this logits row */
 } batch;
 
 struct sched_output;
@@ -28,13 +31,15 @@ typedef struct batch_builder {
     int max_tokens, max_seqs, max_blocks;
     int32_t *ids, *positions, *slots, *query_start, *context_len, *block_tables, *logit_rows;
     int32_t *logit_entry; /* [max_seqs]: the scheduler entry each logits row belongs to */
+    int32_t *fill_dst, *fill_src; /* [max_seqs] */
     batch b;
 } batch_builder;
 
 fk_status batch_builder_create(int max_tokens, int max_seqs, int max_blocks, batch_builder **out, fk_error *err);
 void batch_builder_destroy(batch_builder *bb);
 
-/* Flattens the scheduled entries: each computes its tokens n_computed .. n_computed + n_new - 1. */
+/* Flattens the scheduled entries: each computes its tokens n_computed .. n_computed + n_new - 1; a token the step
+ * in flight is still sampling (request.pending_row) becomes a fill from that logits row. */
 const batch *batch_build(batch_builder *bb, const struct sched_output *out, int block_size);
 
 #endif

@@ -22,6 +22,17 @@ typedef struct sampled {
     fk_logprob top[FK_MAX_LOGPROBS];
 } sampled;
 
+/* A step on the device whose tokens are not yet reported (overlapped steps). */
+typedef struct step_in_flight {
+    uint64_t id;
+    sched_entry *entries; /* [max_num_seqs]: its schedule */
+    int n;
+    int32_t *logit_entry; /* [max_num_seqs]: the entry of each logits row */
+    int n_logits;
+    int slot;             /* the workspace staging slot its tokens arrive in */
+    double start;
+} step_in_flight;
+
 struct fk_engine {
     fk_model *model;
     const fk_tokenizer *tok; /* NULL: no text, no stop strings */
@@ -42,6 +53,12 @@ struct fk_engine {
     uint64_t next_id;
     uint64_t prompt_tokens, generation_tokens, steps;
     fk_step_profile profile[2]; /* FK_PROFILE_DECODE, FK_PROFILE_PREFILL (params.profile) */
+    /* Overlapped steps: while step N runs on the device the host reports step N-1 and then schedules N+1. */
+    step_in_flight flights[2];
+    int in_flight;       /* the flights[] entry on the device, -1: none */
+    uint64_t launched;   /* steps enqueued so far (the last one's id) */
+    request *zombies;    /* finished while the step in flight holds them; linked by next */
+    int n_host_requests; /* requests that need the host sampler: while there are any, steps run one at a time */
     bool failed;
     char failure[FK_ERROR_MESSAGE_MAX];
 };
@@ -57,7 +74,7 @@ fk_engine_params fk_engine_params_default(void)
 {
     return (fk_engine_params){.block_size = 16, .num_blocks = 0, .kv_cache_mb = 0, .gpu_memory_utilization = 0.9f,
                               .max_num_seqs = 256, .max_num_batched_tokens = 2048, .max_model_len = 0,
-                              .enable_prefix_caching = true};
+                              .enable_prefix_caching = true, .overlap = true};
 }
 
 fk_request_params fk_request_params_default(void)
@@ -144,10 +161,41 @@ static fk_status size_kv_pool(const fk_model *m, fk_engine_params *p, fk_error *
     return FK_OK;
 }
 
+static bool needs_host(const request *r);
+
+/* Destroys the zombies that no step in flight holds any more. */
+static void bury(fk_engine *e)
+{
+    request **at = &e->zombies;
+    while (*at) {
+        request *r = *at;
+        if (e->in_flight >= 0 && r->last_step == e->flights[e->in_flight].id) {
+            at = &r->next;
+            continue;
+        }
+        *at = r->next;
+        request_destroy(r);
+    }
+}
+
+/* A finished request, out of the scheduler's lists: destroyed now, or once the step in flight that holds it is
+ * reported (it is skipped there). */
+static void release(fk_engine *e, request *r)
+{
+    if (needs_host(r))
+        e->n_host_requests--;
+    r->finished = true;
+    r->next = e->zombies;
+    e->zombies = r;
+    bury(e);
+}
+
 void fk_engine_free(fk_engine *e)
 {
     if (!e)
         return;
+    e->in_flight = -1;
+    bury(e);
     if (e->sched) {
         request_list *lists[2] = {&e->sched->running, &e->sched->waiting};
         for (int l = 0; l < 2; l++)
@@ -168,6 +216,10 @@ void fk_engine_free(fk_engine *e)
     free(e->rows);
     free(e->tokens);
     free(e->text);
+    for (int i = 0; i < 2; i++) {
+        free(e->flights[i].entries);
+        free(e->flights[i].logit_entry);
+    }
     free(e);
 }
 
@@ -186,6 +238,7 @@ fk_status fk_engine_create(fk_model *m, const fk_engine_params *params, fk_engin
     e->p = p;
     e->vocab = m->cfg.vocab_size;
     e->next_id = 1;
+    e->in_flight = -1;
     const model_config *c = &m->cfg;
     const int max_blocks = (p.max_model_len + p.block_size - 1) / p.block_size;
     const int max_tokens = p.max_num_batched_tokens;
@@ -203,7 +256,13 @@ fk_status fk_engine_create(fk_model *m, const fk_engine_params *params, fk_engin
     e->picks = malloc((size_t)p.max_num_seqs * sizeof *e->picks);
     e->rows = malloc((size_t)p.max_num_seqs * sizeof *e->rows);
     e->tokens = malloc((size_t)p.max_num_seqs * sizeof *e->tokens);
-    if (!e->logits || !e->picks || !e->rows || !e->tokens) {
+    bool ok = e->logits && e->picks && e->rows && e->tokens;
+    for (int i = 0; i < 2; i++) {
+        e->flights[i].entries = malloc((size_t)p.max_num_seqs * sizeof *e->flights[i].entries);
+        e->flights[i].logit_entry = malloc((size_t)p.max_num_seqs * sizeof *e->flights[i].logit_entry);
+        ok = ok && e->flights[i].entries && e->flights[i].logit_entry;
+    }
+    if (!ok) {
         s = fk_error_set(err, FK_ERR_OUT_OF_MEMORY, "engine: logits for %d sequences: out of memory", p.max_num_seqs);
         goto fail;
     }
@@ -294,6 +353,7 @@ fk_status fk_engine_submit(fk_engine *e, const int32_t *prompt, int n_prompt, co
         return s;
     }
     r->t_arrival = now_s();
+    e->n_host_requests += needs_host(r);
     scheduler_add(e->sched, r);
     e->prompt_tokens += (uint64_t)n_prompt;
     *id = e->next_id++;
@@ -426,19 +486,23 @@ static void emit(fk_engine *e, request *r, fk_token_event *ev)
         r->params.on_token(ev, r->params.user);
     if (ev->finish != FK_FINISH_NONE) {
         scheduler_remove(e->sched, r);
-        request_destroy(r);
+        release(e, r);
     }
 }
 
-/* Appends each sampled token, decides whether its request is finished (eos, stop string, max_tokens) and
- * reports it; finished requests give back their blocks now. */
-static void postprocess(fk_engine *e, const sched_output *work, double step_start)
+/* Appends each token step `step` sampled (e->picks, by entry), decides whether its request is finished (eos, stop
+ * string, max_tokens) and reports it; finished requests give back their blocks now. Requests that finished after
+ * the step was enqueued are skipped: what it computed for them is dropped. */
+static void report(fk_engine *e, const sched_entry *entries, int n, uint64_t step, double step_start)
 {
-    scheduler_postprocess(e->sched, work);
-    for (int i = 0; i < work->n; i++) {
-        request *r = work->entries[i].req;
+    for (int i = 0; i < n; i++) {
+        request *r = entries[i].req;
+        if (r->finished)
+            continue;
         if (!r->t_scheduled)
             r->t_scheduled = step_start;
+        if (r->pending_row >= 0 && r->pending_step == step)
+            r->pending_row = -1; /* known now: appended below */
         const sampled *pick = &e->picks[i];
         if (pick->token < 0)
             continue;
@@ -474,10 +538,70 @@ static fk_status forward(fk_engine *e, const batch *b, fk_error *err)
     return model_forward(e->model, e->ws, e->kv, b, err);
 }
 
+/* Waits for the tokens of step f (enqueued earlier) and reports them. */
+static fk_status finish_step(fk_engine *e, const step_in_flight *f, fk_error *err)
+{
+    const int32_t *tokens;
+    fk_status s = model_sample_wait(e->model, e->ws, f->slot, &tokens, err);
+    if (s)
+        return s;
+    for (int i = 0; i < f->n; i++)
+        e->picks[i] = (sampled){.token = -1};
+    for (int row = 0; row < f->n_logits; row++)
+        e->picks[f->logit_entry[row]].token = tokens[row];
+    report(e, f->entries, f->n, f->id, f->start);
+    bury(e);
+    return FK_OK;
+}
+
+/* Reports the step in flight, if any: nothing is on the device afterwards. */
+static fk_status drain(fk_engine *e, fk_error *err)
+{
+    if (e->in_flight < 0)
+        return FK_OK;
+    const step_in_flight *f = &e->flights[e->in_flight];
+    e->in_flight = -1;
+    return finish_step(e, f, err);
+}
+
+/* Overlapped: enqueues this step's sampling on the device (each request's draw taken now, as the synchronous path
+ * takes it), marks its sampled tokens pending, reports the step before it while the device computes, and then
+ * books this step's tokens into the cache, so that the next schedule sees them (scheduler_postprocess). */
+static fk_status launch_then_report_previous(fk_engine *e, const sched_output *work, const batch *b, double start,
+                                             fk_error *err)
+{
+    for (int row = 0; row < b->n_logits; row++) {
+        request *r = work->entries[e->bb->logit_entry[row]].req;
+        e->rows[row] = sampler_row(&r->params.sampling, &r->rng);
+    }
+    fk_status s = model_sample_begin(e->model, e->ws, e->rows, b->n_logits, err);
+    if (s)
+        return s;
+    const int prev = e->in_flight, k = prev < 0 ? 0 : prev ^ 1;
+    step_in_flight *f = &e->flights[k];
+    *f = (step_in_flight){.id = ++e->launched, .entries = f->entries, .n = work->n, .logit_entry = f->logit_entry,
+                          .n_logits = b->n_logits, .slot = e->ws->slot, .start = start};
+    memcpy(f->entries, work->entries, (size_t)work->n * sizeof *f->entries);
+    memcpy(f->logit_entry, e->bb->logit_entry, (size_t)b->n_logits * sizeof *f->logit_entry);
+    for (int i = 0; i < work->n; i++)
+        work->entries[i].req->last_step = f->id;
+    for (int row = 0; row < b->n_logits; row++) {
+        request *r = work->entries[f->logit_entry[row]].req;
+        r->pending_row = row;
+        r->pending_step = f->id;
+    }
+    e->in_flight = k;
+    if (prev >= 0 && (s = finish_step(e, &e->flights[prev], err)))
+        return s;
+    scheduler_postprocess(e->sched, work);
+    return FK_OK;
+}
+
 /* A forward pass failed: the engine is done for. Every request ends with FK_FINISH_ERROR. */
 static fk_status fail(fk_engine *e, fk_status s, fk_error *err)
 {
     e->failed = true;
+    e->in_flight = -1; /* abandoned: what it computed is never reported */
     snprintf(e->failure, sizeof e->failure, "%s", err ? err->message : fk_status_name(s));
     request_list *lists[2] = {&e->sched->running, &e->sched->waiting};
     for (int l = 0; l < 2; l++)
@@ -493,11 +617,24 @@ fk_status fk_engine_step(fk_engine *e, fk_error *err)
     if (e->failed)
         return fk_error_set(err, FK_ERR_DEVICE, "engine has failed: %s", e->failure);
     const double start = now_s();
+    /* Overlapped unless profiling (it times each step alone) or a request needs the host sampler (its logits). */
+    const bool overlap = e->p.overlap && !e->p.profile && e->n_host_requests == 0;
+    fk_status s;
+    if (!overlap && (s = drain(e, err)))                            /* one step at a time from here */
+        return fail(e, s, err);
     const sched_output *work = scheduler_schedule(e->sched);        /* running decodes first, then prefill chunks */
     if (work->n == 0)
-        return FK_OK;
+        return (s = drain(e, err)) ? fail(e, s, err) : FK_OK;
     const batch *b = batch_build(e->bb, work, e->p.block_size);     /* flat arrays of the KV contract */
-    fk_status s = forward(e, b, err);                               /* the model, on the device */
+    s = forward(e, b, err);                                         /* the model, on the device */
+    if (overlap) {
+        if (!s)
+            s = launch_then_report_previous(e, work, b, start, err); /* step N-1's tokens, reported meanwhile */
+        if (s)
+            return fail(e, s, err);
+        e->steps++;
+        return FK_OK;
+    }
     if (!s)
         s = sample(e, work, b, err);                                /* per-request params and RNG */
     fk_step_profile *prof = &e->profile[b->n_tokens == b->n_seqs ? FK_PROFILE_DECODE : FK_PROFILE_PREFILL];
@@ -505,7 +642,8 @@ fk_status fk_engine_step(fk_engine *e, fk_error *err)
         s = model_profile_take(e->model, e->ws, prof->op_s, err);
     if (s)
         return fail(e, s, err);
-    postprocess(e, work, start);                                    /* append, finish, free blocks, report */
+    scheduler_postprocess(e->sched, work);                          /* the tokens are in the cache */
+    report(e, work->entries, work->n, 0, start);                    /* append, finish, free blocks, report */
     e->steps++;
     if (e->p.profile)
         prof->steps++, prof->sequences += (uint64_t)b->n_seqs, prof->wall_s += now_s() - start;
@@ -548,7 +686,7 @@ fk_status fk_engine_cancel(fk_engine *e, uint64_t id, fk_error *err)
 
 bool fk_engine_has_work(const fk_engine *e)
 {
-    return e->sched->running.count + e->sched->waiting.count > 0;
+    return e->sched->running.count + e->sched->waiting.count > 0 || e->in_flight >= 0;
 }
 
 fk_engine_stats fk_engine_get_stats(const fk_engine *e)

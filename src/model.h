@@ -30,9 +30,15 @@ typedef struct forward_ws {
     int32_t *tokens;                             /* [max_logits]: the token sampled from each logits row */
     sample_row *sample_rows;                     /* [max_logits]: how to sample it */
     /* The batch's index arrays, packed into one device buffer per pass (one upload); these point into it. */
-    int32_t *ids, *positions, *slots, *query_start, *context_len, *block_tables, *logit_rows;
-    int32_t *index_dev, *index_host;
+    int32_t *ids, *positions, *slots, *query_start, *context_len, *block_tables, *logit_rows, *fill_dst, *fill_src;
+    int32_t *index_dev;
     size_t index_cap; /* int32s */
+    /* Host staging in host_alloc memory, two of each, used by turns (slot = pass parity), so that a pass's uploads
+     * and its tokens' download can be in flight while the host prepares the next pass. */
+    int32_t *index_host[2];     /* [index_cap] */
+    sample_row *rows_host[2];   /* [max_logits] */
+    int32_t *tokens_host[2];    /* [max_logits] */
+    int slot;                   /* the slot of the last pass */
     /* Decode passes (one token per sequence) replayed as graphs where the backend has them; only for a KV cache
      * that never moves (the engine's), since a graph keeps the cache's addresses. */
     bool graphs;
@@ -71,6 +77,13 @@ fk_status model_fetch_logits(fk_model *m, forward_ws *ws, int n_rows, float *log
  * only the token ids cross to the host. */
 fk_status model_fetch_tokens(fk_model *m, forward_ws *ws, const sample_row *rows, int n_rows, int32_t *tokens,
                              fk_error *err);
+
+/* The same in two halves, for the overlapped step: model_sample_begin enqueues the sampling of the last pass and
+ * the tokens' download and returns at once (the tokens also stay in ws->tokens on the device, where the next pass's
+ * fill_ids finds them); model_sample_wait waits for them and points *tokens at them (valid until the pass after
+ * next). Between the two, the host may build and launch one more pass. */
+fk_status model_sample_begin(fk_model *m, forward_ws *ws, const sample_row *rows, int n_rows, fk_error *err);
+fk_status model_sample_wait(fk_model *m, forward_ws *ws, int slot, const int32_t **tokens, fk_error *err);
 
 /* Profiling: adds the device time of each op of the last pass (and its sampling) to op_s[fk_op_class], seconds, and
  * starts the marks afresh. Waits for the device. */

@@ -15,18 +15,32 @@ fk_status forward_ws_create(const fk_model *m, int max_tokens, int max_seqs, int
     backend *be = m->be;
     const size_t act = be->ops->act_size, T = (size_t)max_tokens;
     const size_t qkv_dim = (size_t)(c->n_heads + 2 * c->n_kv_heads) * c->head_dim;
-    /* ids, positions, slots, query_start, context_len, block_tables, logit_rows */
-    const size_t index_cap = 3 * T + 2 * (size_t)max_seqs + 1 + (size_t)max_seqs * max_blocks + (size_t)max_logits;
+    /* ids, positions, slots, query_start, context_len, block_tables, logit_rows, fill_dst, fill_src */
+    const size_t index_cap = 3 * T + 2 * (size_t)max_seqs + 1 + (size_t)max_seqs * max_blocks + (size_t)max_logits +
+                             2 * (size_t)max_seqs;
     forward_ws *ws = calloc(1, sizeof *ws);
-    if (ws)
-        ws->index_host = malloc(index_cap * sizeof(int32_t));
-    if (!ws || !ws->index_host) {
-        free(ws);
+    if (!ws)
         return fk_error_set(err, FK_ERR_OUT_OF_MEMORY, "out of memory");
-    }
     *ws = (forward_ws){.max_tokens = max_tokens, .max_seqs = max_seqs, .max_blocks = max_blocks,
-                       .max_logits = max_logits, .index_host = ws->index_host, .index_cap = index_cap,
-                       .graphs = graphs && be->ops->graph_launch, .profile = profile};
+                       .max_logits = max_logits, .index_cap = index_cap, .graphs = graphs && be->ops->graph_launch,
+                       .profile = profile};
+    for (int i = 0; i < 2; i++) {
+        struct {
+            void **p;
+            size_t bytes;
+        } host[] = {
+            {(void **)&ws->index_host[i], index_cap * sizeof(int32_t)},
+            {(void **)&ws->rows_host[i], (size_t)max_logits * sizeof(sample_row)},
+            {(void **)&ws->tokens_host[i], (size_t)max_logits * sizeof(int32_t)},
+        };
+        for (size_t j = 0; j < sizeof host / sizeof host[0]; j++) {
+            fk_status s = be->ops->host_alloc(be, host[j].bytes, host[j].p, err);
+            if (s) {
+                forward_ws_free(m, ws);
+                return fk_error_prefix(err, s, "forward staging for %d tokens: ", max_tokens);
+            }
+        }
+    }
     struct {
         void **p;
         size_t bytes;
@@ -71,7 +85,12 @@ void forward_ws_free(const fk_model *m, forward_ws *ws)
             m->be->ops->release(m->be, all[i]);
     for (int i = 0; i < ws->n_graphs; i++)
         m->be->ops->graph_destroy(m->be, ws->graph[i].graph);
-    free(ws->index_host);
+    for (int i = 0; i < 2; i++) {
+        void *host[] = {ws->index_host[i], ws->rows_host[i], ws->tokens_host[i]};
+        for (size_t j = 0; j < sizeof host / sizeof host[0]; j++)
+            if (host[j])
+                m->be->ops->host_free(m->be, host[j]);
+    }
     free(ws);
 }
 
@@ -90,19 +109,23 @@ static fk_status upload_batch(backend *be, forward_ws *ws, const batch *b, int w
         {&ws->query_start, b->query_start, (size_t)b->n_seqs + 1},
         {&ws->context_len, b->context_len, (size_t)b->n_seqs},
         {&ws->logit_rows, b->logit_rows, (size_t)b->n_logits},
+        {&ws->fill_dst, b->fill_dst, (size_t)b->n_fill},
+        {&ws->fill_src, b->fill_src, (size_t)b->n_fill},
     };
+    int32_t *host = ws->index_host[ws->slot];
     size_t at = 0;
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
-        memcpy(ws->index_host + at, parts[i].host, parts[i].n * sizeof(int32_t));
+        if (parts[i].n)
+            memcpy(host + at, parts[i].host, parts[i].n * sizeof(int32_t));
         *parts[i].dev = ws->index_dev + at;
         at += parts[i].n;
     }
     ws->block_tables = ws->index_dev + at;
     for (int s = 0; s < b->n_seqs; s++, at += (size_t)width) {
-        memcpy(ws->index_host + at, b->block_tables + (size_t)s * b->max_blocks, (size_t)b->max_blocks * sizeof(int32_t));
-        memset(ws->index_host + at + b->max_blocks, 0, (size_t)(width - b->max_blocks) * sizeof(int32_t));
+        memcpy(host + at, b->block_tables + (size_t)s * b->max_blocks, (size_t)b->max_blocks * sizeof(int32_t));
+        memset(host + at + b->max_blocks, 0, (size_t)(width - b->max_blocks) * sizeof(int32_t));
     }
-    return be->ops->upload(be, ws->index_dev, ws->index_host, at * sizeof(int32_t), err);
+    return be->ops->upload(be, ws->index_dev, host, at * sizeof(int32_t), err);
 }
 
 /* Profiling: a timeline mark before an op of class c (and, with c = FK_OP_CLASSES, after the last one). */
@@ -157,7 +180,8 @@ static float attention_scale(const model_config *c, int layer)
 static fk_status check_fits(const forward_ws *ws, const batch *b, fk_error *err)
 {
     if (b->n_tokens < 1 || b->n_tokens > ws->max_tokens || b->n_seqs < 1 || b->n_seqs > ws->max_seqs ||
-        b->max_blocks > ws->max_blocks || b->n_logits < 0 || b->n_logits > ws->max_logits)
+        b->max_blocks > ws->max_blocks || b->n_logits < 0 || b->n_logits > ws->max_logits || b->n_fill < 0 ||
+        b->n_fill > b->n_seqs)
         return fk_error_set(err, FK_ERR_INVALID_ARGUMENT,
                             "batch of %d tokens, %d seqs, %d blocks, %d logits exceeds the workspace (%d, %d, %d, %d)",
                             b->n_tokens, b->n_seqs, b->max_blocks, b->n_logits, ws->max_tokens, ws->max_seqs,
@@ -280,7 +304,9 @@ fk_status model_forward(fk_model *m, forward_ws *ws, const kv_cache *kv, const b
         max_context = b->context_len[i] > max_context ? b->context_len[i] : max_context;
     if (graphed)
         max_context = width * kv->block_size;
-    if ((s = upload_batch(m->be, ws, b, width, err)))
+    ws->slot ^= 1; /* the other staging buffers: the last pass's may still be in flight */
+    if ((s = upload_batch(m->be, ws, b, width, err)) ||
+        (b->n_fill && (s = m->be->ops->fill_ids(m->be, ws->ids, ws->fill_dst, ws->tokens, ws->fill_src, b->n_fill, err))))
         return s;
     const attn_batch ab = {.n_tokens = b->n_tokens,
                            .n_seqs = b->n_seqs,
@@ -303,17 +329,36 @@ fk_status model_fetch_logits(fk_model *m, forward_ws *ws, int n_rows, float *log
     return m->be->ops->download_act(m->be, logits, ws->logits, (size_t)n_rows * m->cfg.vocab_size, err);
 }
 
-fk_status model_fetch_tokens(fk_model *m, forward_ws *ws, const sample_row *rows, int n_rows, int32_t *tokens,
-                             fk_error *err)
+fk_status model_sample_begin(fk_model *m, forward_ws *ws, const sample_row *rows, int n_rows, fk_error *err)
 {
     backend *be = m->be;
+    const int slot = ws->slot;
+    memcpy(ws->rows_host[slot], rows, (size_t)n_rows * sizeof *rows);
     fk_status s;
-    if ((s = be->ops->upload(be, ws->sample_rows, rows, (size_t)n_rows * sizeof *rows, err)) ||
+    if ((s = be->ops->upload(be, ws->sample_rows, ws->rows_host[slot], (size_t)n_rows * sizeof *rows, err)) ||
         (s = mark(m, ws, FK_OP_SAMPLING, err)) ||
         (s = be->ops->sample(be, ws->tokens, ws->logits, ws->sample_rows, n_rows, m->cfg.vocab_size, err)) ||
         (s = mark(m, ws, FK_OP_CLASSES, err)))
         return s;
-    return be->ops->download(be, tokens, ws->tokens, (size_t)n_rows * sizeof *tokens, err);
+    return be->ops->fetch_begin(be, ws->tokens_host[slot], ws->tokens, (size_t)n_rows * sizeof(int32_t), slot, err);
+}
+
+fk_status model_sample_wait(fk_model *m, forward_ws *ws, int slot, const int32_t **tokens, fk_error *err)
+{
+    fk_status s = m->be->ops->fetch_wait(m->be, slot, err);
+    *tokens = ws->tokens_host[slot];
+    return s;
+}
+
+fk_status model_fetch_tokens(fk_model *m, forward_ws *ws, const sample_row *rows, int n_rows, int32_t *tokens,
+                             fk_error *err)
+{
+    const int32_t *fetched;
+    fk_status s;
+    if ((s = model_sample_begin(m, ws, rows, n_rows, err)) || (s = model_sample_wait(m, ws, ws->slot, &fetched, err)))
+        return s;
+    memcpy(tokens, fetched, (size_t)n_rows * sizeof *tokens);
+    return FK_OK;
 }
 
 fk_status model_profile_take(fk_model *m, forward_ws *ws, double op_s[FK_OP_CLASSES], fk_error *err)

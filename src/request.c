@@ -28,6 +28,7 @@ fk_status request_create(uint64_t id, const int32_t *prompt, int n_prompt, const
     r->params.stop = (const char *const *)r->stop_copies;
     memcpy(r->tokens, prompt, (size_t)n_prompt * sizeof *prompt);
     r->n_prompt = r->n_tokens = n_prompt;
+    r->pending_row = -1;
     rng_seed(&r->rng, params->sampling.seed);
     *out = r;
     return FK_OK;
@@ -48,4 +49,9 @@ void request_destroy(request *r)
 int request_n_generated(const request *r)
 {
     return r->n_tokens - r->n_prompt;
+}
+
+int request_n_total(const request *r)
+{
+    return r->n_tokens + (r->pending_row >= 0);
 }

@@ -30,6 +30,12 @@ typedef struct request {
     int cached_tokens; /* prefix-cache hits at first admission */
     int preemptions;
     double t_arrival, t_scheduled, t_first_token; /* monotonic seconds */
+    /* Overlapped steps (engine.c): the step in flight may have sampled this request's next token, which the host
+     * does not know yet; the next step computes it all the same, from a placeholder the device fills in. */
+    int pending_row;       /* >= 0: that token is logits row pending_row of step pending_step; -1: none */
+    uint64_t pending_step;
+    uint64_t last_step;    /* the last step that computed any of its tokens (0: none yet) */
+    bool finished;         /* its final event is sent; it is destroyed once no step in flight holds it */
     struct request *prev, *next; /* in the scheduler's waiting or running list */
 } request;
 
@@ -39,7 +45,10 @@ fk_status request_create(uint64_t id, const int32_t *prompt, int n_prompt, const
                          int max_blocks, request **out, fk_error *err);
 void request_destroy(request *r);
 
-/* Generated tokens so far. */
+/* Generated tokens so far (known to the host). */
 int request_n_generated(const request *r);
+
+/* Its tokens, the one still being sampled by the step in flight included. */
+int request_n_total(const request *r);
 
 #endif

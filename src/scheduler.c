@@ -136,7 +136,8 @@ static void reuse_cached_prefix(scheduler *s, request *r)
 
 static void add_entry(scheduler *s, request *r, int n)
 {
-    s->out.entries[s->out.n++] = (sched_entry){.req = r, .n_new = n, .wants_logits = r->n_computed + n == r->n_tokens};
+    s->out.entries[s->out.n++] =
+        (sched_entry){.req = r, .n_new = n, .wants_logits = r->n_computed + n == request_n_total(r)};
     s->out.n_tokens += n;
 }
 
@@ -149,7 +150,9 @@ const sched_output *scheduler_schedule(scheduler *s)
     /* Victims are taken from the tail, which is never before r: entries already scheduled are never preempted,
      * and r->next is read only once r is known to still be running. */
     for (request *r = s->running.head; r && budget > 0; r = r->next) {
-        int n = r->n_tokens - r->n_computed;
+        if (r->pending_row >= 0 && request_n_generated(r) + 1 >= r->params.max_tokens)
+            continue; /* the token in flight is its last: nothing more to compute */
+        int n = request_n_total(r) - r->n_computed;
         n = n < budget ? n : budget;
         while (!block_alloc_can_alloc(s->blocks, blocks_needed(s, r, n))) {
             request *victim = s->running.tail;
@@ -168,6 +171,8 @@ const sched_output *scheduler_schedule(scheduler *s)
     /* A step that had to preempt admits nothing new: the pool is full. */
     while (!preempted && s->waiting.head && budget > 0 && s->running.count < s->max_num_seqs) {
         request *r = s->waiting.head;
+        if (r->pending_row >= 0)
+            break; /* preempted while its last token was in flight: it returns once that token is known */
         if (s->prefix_caching)
             reuse_cached_prefix(s, r);
         int n = r->n_tokens - r->n_computed;
@@ -196,6 +201,8 @@ void scheduler_postprocess(scheduler *s, const sched_output *out)
     const int B = s->block_size;
     for (int i = 0; i < out->n; i++) {
         request *r = out->entries[i].req;
+        if (r->finished)
+            continue; /* ended while this step was in flight: its blocks are gone */
         r->n_computed += out->entries[i].n_new;
         while (s->prefix_caching && r->n_registered < r->n_computed / B) {
             const int32_t *t = r->tokens + (size_t)r->n_registered * B;

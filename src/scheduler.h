@@ -49,7 +49,8 @@ void scheduler_add(scheduler *s, request *r);
 /* This step's work. Blocks for it are allocated; valid until the next call. */
 const sched_output *scheduler_schedule(scheduler *s);
 
-/* After the forward pass: the scheduled tokens are in the cache; full blocks enter the prefix cache. */
+/* After the forward pass (or, overlapped, once it is enqueued and the step before is postprocessed): the scheduled
+ * tokens are in the cache; full blocks enter the prefix cache. Requests that finished meanwhile are skipped. */
 void scheduler_postprocess(scheduler *s, const sched_output *out);
 
 /* Removes a request from its list and frees its blocks (finish or cancel). The caller destroys it. */
