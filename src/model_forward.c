@@ -109,8 +109,6 @@ static fk_status upload_batch(backend *be, forward_ws *ws, const batch *b, int w
         {&ws->query_start, b->query_start, (size_t)b->n_seqs + 1},
         {&ws->context_len, b->context_len, (size_t)b->n_seqs},
         {&ws->logit_rows, b->logit_rows, (size_t)b->n_logits},
-        {&ws->fill_dst, b->fill_dst, (size_t)b->n_fill},
-        {&ws->fill_src, b->fill_src, (size_t)b->n_fill},
     };
     int32_t *host = ws->index_host[ws->slot];
     size_t at = 0;
@@ -124,6 +122,14 @@ static fk_status upload_batch(backend *be, forward_ws *ws, const batch *b, int w
     for (int s = 0; s < b->n_seqs; s++, at += (size_t)width) {
         memcpy(host + at, b->block_tables + (size_t)s * b->max_blocks, (size_t)b->max_blocks * sizeof(int32_t));
         memset(host + at + b->max_blocks, 0, (size_t)(width - b->max_blocks) * sizeof(int32_t));
+    }
+    /* Last, so that every array a decode graph reads sits where it sat when the graph was recorded. */
+    ws->fill_dst = ws->index_dev + at;
+    ws->fill_src = ws->fill_dst + b->n_fill;
+    if (b->n_fill) {
+        memcpy(host + at, b->fill_dst, (size_t)b->n_fill * sizeof(int32_t));
+        memcpy(host + at + b->n_fill, b->fill_src, (size_t)b->n_fill * sizeof(int32_t));
+        at += 2 * (size_t)b->n_fill;
     }
     return be->ops->upload(be, ws->index_dev, host, at * sizeof(int32_t), err);
 }
@@ -304,8 +310,11 @@ fk_status model_forward(fk_model *m, forward_ws *ws, const kv_cache *kv, const b
         max_context = b->context_len[i] > max_context ? b->context_len[i] : max_context;
     if (graphed)
         max_context = width * kv->block_size;
-    ws->slot ^= 1; /* the other staging buffers: the last pass's may still be in flight */
-    if ((s = upload_batch(m->be, ws, b, width, err)) ||
+    /* The other staging buffers (the last pass's may still be in flight), once the pass before it has read them:
+     * the device copies from them when it gets there, not when the copy is enqueued. */
+    ws->slot ^= 1;
+    if ((s = m->be->ops->fetch_wait(m->be, ws->slot, err)) || (s = upload_batch(m->be, ws, b, width, err)) ||
+        (s = m->be->ops->fetch_begin(m->be, NULL, NULL, 0, ws->slot, err)) ||
         (b->n_fill && (s = m->be->ops->fill_ids(m->be, ws->ids, ws->fill_dst, ws->tokens, ws->fill_src, b->n_fill, err))))
         return s;
     const attn_batch ab = {.n_tokens = b->n_tokens,
