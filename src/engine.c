@@ -178,16 +178,20 @@ static void bury(fk_engine *e)
     }
 }
 
-/* A finished request, out of the scheduler's lists: destroyed now, or once the step in flight that holds it is
- * reported (it is skipped there). */
+/* A finished request, out of the scheduler's lists: destroyed now, or, while the step in flight holds it, kept as
+ * a zombie (skipped when that step is reported, destroyed by the bury() after it). Other zombies are left alone: the
+ * step being reported may still hold them further down its entries. */
 static void release(fk_engine *e, request *r)
 {
     if (needs_host(r))
         e->n_host_requests--;
     r->finished = true;
-    r->next = e->zombies;
-    e->zombies = r;
-    bury(e);
+    if (e->in_flight >= 0 && r->last_step == e->flights[e->in_flight].id) {
+        r->next = e->zombies;
+        e->zombies = r;
+    } else {
+        request_destroy(r);
+    }
 }
 
 void fk_engine_free(fk_engine *e)
@@ -609,6 +613,7 @@ static fk_status fail(fk_engine *e, fk_status s, fk_error *err)
             fk_token_event ev = {.token = -1, .finish = FK_FINISH_ERROR};
             emit(e, lists[l]->head, &ev);
         }
+    bury(e); /* nothing is in flight any more */
     return fk_error_prefix(err, FK_ERR_DEVICE, "engine failed: ");
 }
 
