@@ -46,7 +46,6 @@ struct fk_engine {
     sampler *smp;
     float *logits;    /* [max_num_seqs][vocab], for host sampling */
     sample_row *rows; /* [max_num_seqs]: sampling values for the device sampler */
-    int32_t *tokens;  /* [max_num_seqs]: what it chose */
     sampled *picks;   /* [max_num_seqs], by scheduler entry */
     char *text;       /* event text: a token's delta plus what a finish flushes */
     size_t text_cap;
@@ -218,7 +217,6 @@ void fk_engine_free(fk_engine *e)
     free(e->logits);
     free(e->picks);
     free(e->rows);
-    free(e->tokens);
     free(e->text);
     for (int i = 0; i < 2; i++) {
         free(e->flights[i].entries);
@@ -259,8 +257,7 @@ fk_status fk_engine_create(fk_model *m, const fk_engine_params *params, fk_engin
     e->logits = malloc((size_t)p.max_num_seqs * e->vocab * sizeof *e->logits);
     e->picks = malloc((size_t)p.max_num_seqs * sizeof *e->picks);
     e->rows = malloc((size_t)p.max_num_seqs * sizeof *e->rows);
-    e->tokens = malloc((size_t)p.max_num_seqs * sizeof *e->tokens);
-    bool ok = e->logits && e->picks && e->rows && e->tokens;
+    bool ok = e->logits && e->picks && e->rows;
     for (int i = 0; i < 2; i++) {
         e->flights[i].entries = malloc((size_t)p.max_num_seqs * sizeof *e->flights[i].entries);
         e->flights[i].logit_entry = malloc((size_t)p.max_num_seqs * sizeof *e->flights[i].logit_entry);
@@ -374,6 +371,17 @@ static bool needs_host(const request *r)
            sp->frequency_penalty != 0;
 }
 
+/* Enqueues sampling of the batch's logits rows where the logits are, each request's RNG draw taken now; the ids come
+ * back through model_sample_wait. */
+static fk_status sample_on_device(fk_engine *e, const sched_output *work, const batch *b, fk_error *err)
+{
+    for (int row = 0; row < b->n_logits; row++) {
+        request *r = work->entries[e->bb->logit_entry[row]].req;
+        e->rows[row] = sampler_row(&r->params.sampling, &r->rng);
+    }
+    return model_sample_begin(e->model, e->ws, e->rows, b->n_logits, err);
+}
+
 /* Samples a token for every entry that reached its last token; -1 for prefill chunks. Unless some request needs
  * the host sampler, tokens are sampled where the logits are and only their ids come back; either way each
  * request's RNG gives one draw per sampled token, so its tokens do not depend on the path or the batch. */
@@ -388,14 +396,11 @@ static fk_status sample(fk_engine *e, const sched_output *work, const batch *b, 
         on_host |= needs_host(work->entries[e->bb->logit_entry[row]].req);
     fk_status s;
     if (!on_host) {
-        for (int row = 0; row < b->n_logits; row++) {
-            request *r = work->entries[e->bb->logit_entry[row]].req;
-            e->rows[row] = sampler_row(&r->params.sampling, &r->rng);
-        }
-        if ((s = model_fetch_tokens(e->model, e->ws, e->rows, b->n_logits, e->tokens, err)))
+        const int32_t *ids;
+        if ((s = sample_on_device(e, work, b, err)) || (s = model_sample_wait(e->model, e->ws, e->ws->slot, &ids, err)))
             return s;
         for (int row = 0; row < b->n_logits; row++)
-            e->picks[e->bb->logit_entry[row]].token = e->tokens[row];
+            e->picks[e->bb->logit_entry[row]].token = ids[row];
         return FK_OK;
     }
     if ((s = model_fetch_logits(e->model, e->ws, b->n_logits, e->logits, err)))
@@ -505,7 +510,7 @@ static void report(fk_engine *e, const sched_entry *entries, int n, uint64_t ste
             continue;
         if (!r->t_scheduled)
             r->t_scheduled = step_start;
-        if (r->pending_row >= 0 && r->pending_step == step)
+        if (r->pending_row >= 0 && r->last_step == step)
             r->pending_row = -1; /* known now: appended below */
         const sampled *pick = &e->picks[i];
         if (pick->token < 0)
@@ -568,17 +573,12 @@ static fk_status drain(fk_engine *e, fk_error *err)
     return finish_step(e, f, err);
 }
 
-/* Overlapped: enqueues this step's sampling on the device (each request's draw taken now, as the synchronous path
- * takes it), marks its sampled tokens pending, reports the step before it while the device computes, and then
+/* Overlapped: enqueues this step's sampling on the device (the same draws as the synchronous path), marks its sampled tokens pending, reports the step before it while the device computes, and then
  * books this step's tokens into the cache, so that the next schedule sees them (scheduler_postprocess). */
 static fk_status launch_then_report_previous(fk_engine *e, const sched_output *work, const batch *b, double start,
                                              fk_error *err)
 {
-    for (int row = 0; row < b->n_logits; row++) {
-        request *r = work->entries[e->bb->logit_entry[row]].req;
-        e->rows[row] = sampler_row(&r->params.sampling, &r->rng);
-    }
-    fk_status s = model_sample_begin(e->model, e->ws, e->rows, b->n_logits, err);
+    fk_status s = sample_on_device(e, work, b, err);
     if (s)
         return s;
     const int prev = e->in_flight, k = prev < 0 ? 0 : prev ^ 1;
@@ -589,11 +589,8 @@ static fk_status launch_then_report_previous(fk_engine *e, const sched_output *w
     memcpy(f->logit_entry, e->bb->logit_entry, (size_t)b->n_logits * sizeof *f->logit_entry);
     for (int i = 0; i < work->n; i++)
         work->entries[i].req->last_step = f->id;
-    for (int row = 0; row < b->n_logits; row++) {
-        request *r = work->entries[f->logit_entry[row]].req;
-        r->pending_row = row;
-        r->pending_step = f->id;
-    }
+    for (int row = 0; row < b->n_logits; row++)
+        work->entries[f->logit_entry[row]].req->pending_row = row;
     e->in_flight = k;
     if (prev >= 0 && (s = finish_step(e, &e->flights[prev], err)))
         return s;

@@ -74,14 +74,10 @@ fk_status model_forward(fk_model *m, forward_ws *ws, const kv_cache *kv, const b
 fk_status model_fetch_logits(fk_model *m, forward_ws *ws, int n_rows, float *logits, fk_error *err);
 
 /* A token for each of the last forward pass's n_rows logit rows, sampled where the logits are with rows[n_rows]:
- * only the token ids cross to the host. */
-fk_status model_fetch_tokens(fk_model *m, forward_ws *ws, const sample_row *rows, int n_rows, int32_t *tokens,
-                             fk_error *err);
-
-/* The same in two halves, for the overlapped step: model_sample_begin enqueues the sampling of the last pass and
- * the tokens' download and returns at once (the tokens also stay in ws->tokens on the device, where the next pass's
- * fill_ids finds them); model_sample_wait waits for them and points *tokens at them (valid until the pass after
- * next). Between the two, the host may build and launch one more pass. */
+ * only the token ids cross to the host. model_sample_begin enqueues the sampling and the ids' download and returns
+ * at once (the ids also stay in ws->tokens on the device, where the next pass's fill_ids finds them);
+ * model_sample_wait(slot = ws->slot of that pass) waits for them and points *tokens at them (valid until the pass
+ * after next). Between the two the host may build and launch one more pass (the overlapped step). */
 fk_status model_sample_begin(fk_model *m, forward_ws *ws, const sample_row *rows, int n_rows, fk_error *err);
 fk_status model_sample_wait(fk_model *m, forward_ws *ws, int slot, const int32_t **tokens, fk_error *err);
 

@@ -311,7 +311,8 @@ fk_status model_forward(fk_model *m, forward_ws *ws, const kv_cache *kv, const b
     if (graphed)
         max_context = width * kv->block_size;
     /* The other staging buffers (the last pass's may still be in flight), once the pass before it has read them:
-     * the device copies from them when it gets there, not when the copy is enqueued. */
+     * the device copies from them when it gets there, not when the copy is enqueued. A fetch of nothing records
+     * the slot's event after this pass's upload, for the pass that uses the slot next. */
     ws->slot ^= 1;
     if ((s = m->be->ops->fetch_wait(m->be, ws->slot, err)) || (s = upload_batch(m->be, ws, b, width, err)) ||
         (s = m->be->ops->fetch_begin(m->be, NULL, NULL, 0, ws->slot, err)) ||
@@ -357,17 +358,6 @@ fk_status model_sample_wait(fk_model *m, forward_ws *ws, int slot, const int32_t
     fk_status s = m->be->ops->fetch_wait(m->be, slot, err);
     *tokens = ws->tokens_host[slot];
     return s;
-}
-
-fk_status model_fetch_tokens(fk_model *m, forward_ws *ws, const sample_row *rows, int n_rows, int32_t *tokens,
-                             fk_error *err)
-{
-    const int32_t *fetched;
-    fk_status s;
-    if ((s = model_sample_begin(m, ws, rows, n_rows, err)) || (s = model_sample_wait(m, ws, ws->slot, &fetched, err)))
-        return s;
-    memcpy(tokens, fetched, (size_t)n_rows * sizeof *tokens);
-    return FK_OK;
 }
 
 fk_status model_profile_take(fk_model *m, forward_ws *ws, double op_s[FK_OP_CLASSES], fk_error *err)

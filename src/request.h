@@ -32,9 +32,9 @@ typedef struct request {
     double t_arrival, t_scheduled, t_first_token; /* monotonic seconds */
     /* Overlapped steps (engine.c): the step in flight may have sampled this request's next token, which the host
      * does not know yet; the next step computes it all the same, from a placeholder the device fills in. */
-    int pending_row;       /* >= 0: that token is logits row pending_row of step pending_step; -1: none */
-    uint64_t pending_step;
-    uint64_t last_step;    /* the last step that computed any of its tokens (0: none yet) */
+    int pending_row;       /* >= 0: that token is logits row pending_row of step last_step; -1: none */
+    uint64_t last_step;    /* the last step that computed any of its tokens (0: none yet); a step that computes
+                            * the pending token samples the next one, so the pending row is always that step's */
     bool finished;         /* its final event is sent; it is destroyed once no step in flight holds it */
     struct request *prev, *next; /* in the scheduler's waiting or running list */
 } request;
