@@ -68,13 +68,13 @@ cudaError_t k_attention_decode(const k_attn_args *a, int split_len, int n_splits
 int k_attention_decode_splits(int n_seqs, int n_kv_heads, int max_context, int n_sms);
 size_t k_attention_decode_scratch_bytes(int max_seqs, int n_heads, int n_kv_heads, int head_dim, int n_sms);
 
-/* Small-batch linear (m <= 16 tokens), streaming W once: y[m][n] = epilogue(x[m][k] W[n][k]^T + bias[n]), bias may
+/* Small-batch linear (m <= 64 tokens), streaming W once: y[m][n] = epilogue(x[m][k] W[n][k]^T + bias[n]), bias may
  * be NULL. K_LINEAR_GELU applies gelu_tanh; K_LINEAR_SILU_MUL takes W = [gate (n rows) | up (n rows)] [2n][k] (and
  * bias [2n]) and gives y = silu(gate) * up. k % 8 == 0; x, w, y 16-byte aligned. splits > 1 splits k across blocks
  * (k_linear_small_splits chooses): it needs `partials` (K_LINEAR_SMALL_PARTIAL_FLOATS floats) and `counters`
  * (K_LINEAR_SMALL_COUNTERS, zeroed once; the kernel leaves them zero), used by one launch at a time. */
 enum { K_LINEAR_PLAIN = 0, K_LINEAR_GELU = 1, K_LINEAR_SILU_MUL = 2 };
-#define K_LINEAR_SMALL_MAX_M 16
+#define K_LINEAR_SMALL_MAX_M 64
 #define K_LINEAR_SMALL_PARTIAL_FLOATS (1u << 20)
 #define K_LINEAR_SMALL_COUNTERS 4096
 cudaError_t k_linear_small(void *y, const void *x, const void *w, const void *bias, int m, int k, int n, int epilogue,
@@ -87,8 +87,9 @@ enum { K_QUANT_INT8 = 1, K_QUANT_INT4 = 2 };
 /* k_linear_small on a quantized W (src/quant.h's layouts, rows = n, or 2n for K_LINEAR_SILU_MUL): INT8 data int8
  * [rows][k] with fp16 scales [rows], k % 16 == 0; INT4 data [rows][k / 2] packed nibbles with fp16 (scale, zero)
  * pairs [rows][k / 128], k % 128 == 0. Computes with the dequantized weights (q s, (q - z) s) and fp32 sums. x, y,
- * data 16-byte aligned; epilogues, bias, m <= 16, splits, partials and counters as for k_linear_small (the same
- * buffers serve both). */
+ * data 16-byte aligned; epilogues, bias, splits, partials and counters as for k_linear_small (the same buffers serve
+ * both); m <= K_LINEAR_QUANT_MAX_M. */
+#define K_LINEAR_QUANT_MAX_M 16
 cudaError_t k_linear_quant(void *y, const void *x, const void *data, const void *scales, const void *bias, int format,
                            int m, int k, int n, int epilogue, int splits, float *partials, unsigned *counters,
                            cudaStream_t stream);

@@ -406,7 +406,7 @@ extern "C" cudaError_t k_linear_quant(void *y, const void *x, const void *data, 
 {
     if (m <= 0 || n <= 0)
         return cudaSuccess;
-    if (m > K_LINEAR_SMALL_MAX_M || k <= 0 || k % (format == K_QUANT_INT8 ? 16 : GROUP) || splits < 1 ||
+    if (m > K_LINEAR_QUANT_MAX_M || k <= 0 || k % (format == K_QUANT_INT8 ? 16 : GROUP) || splits < 1 ||
         (splits > 1 && (!partials || !counters || (n + TILE_ROWS - 1) / TILE_ROWS > K_LINEAR_SMALL_COUNTERS)))
         return cudaErrorInvalidValue;
     __half *yh = (__half *)y;

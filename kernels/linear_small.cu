@@ -1,20 +1,21 @@
-// linear_small.cu — y[m][n] = epilogue(x[m][k] W[n][k]^T + bias) for small batches (m <= 16 tokens: every decode
-// step of a lightly loaded server), where the time is one pass over W. A warp owns row tiles of 16 rows of W (one;
-// two consecutive ones above 8 tokens, so each x load serves twice the weights; for SiLU·mul 16 gate rows and their
-// 16 up rows) and a range of k; each k-step of 32 every thread makes 16-byte loads — W rows g and g + 8 of each row
-// tile and x row g (and g + 8) at k0 + 8t (lane = 4g + t) — which are exactly the fragments of m16n8k16 MMAs (rows
-// of W as M, tokens as N) once the 32 k of the step are permuted: MMA j sees logical k 2t, 2t+1, 2t+8, 2t+9 at
-// physical k 8t + 4j + 0..3. W and x use the same permutation, so the dot products are unchanged. The warps of a
-// block (4 to 16, as k allows) split the block's k range and meet in shared memory; only when that leaves too few
-// warps to keep the memory system busy is k also split across blocks (split-K), whose fp32 partials the last block
-// of the tile to finish adds up in a fixed order (so the result does not depend on timing) before the epilogue.
-// Each warp keeps two batches of U k-steps of weights in flight (the next is requested before the current is used),
-// the first before waiting for the previous kernel (PDL). fp32 accumulation throughout. Turing (sm_75) runs the same
-// code with m16n8k8 pairs (common.cuh).
+// linear_small.cu — y[m][n] = epilogue(x[m][k] W[n][k]^T + bias) for small batches (m <= 64 tokens: every decode
+// step of a server with up to 64 sequences running), where the time is one pass over W. A warp owns row tiles of 16
+// rows of W (one; two consecutive ones above 8 tokens, so each x load serves twice the weights; for SiLU·mul 16 gate
+// rows and their 16 up rows) and a range of k; each k-step of 32 every thread makes 16-byte loads — W rows g and
+// g + 8 of each row tile and x row g of each token tile of 8 (1, 2, 4 or 8 tiles) at k0 + 8t (lane = 4g + t) — which
+// are exactly the fragments of m16n8k16 MMAs (rows of W as M, tokens as N) once the 32 k of the step are permuted: MMA
+// j sees logical k 2t, 2t+1, 2t+8, 2t+9 at physical k 8t + 4j + 0..3. W and x use the same permutation, so the dot
+// products are unchanged. The warps of a block (4 to 16, as k and the shared memory for their sums allow) split the
+// block's k range and meet in shared memory; only when that leaves too few warps to keep the memory system busy is k
+// also split across blocks (split-K), whose fp32 partials the last block of the tile to finish adds up in a fixed
+// order (so the result does not depend on timing) before the epilogue. Each warp keeps two batches of U k-steps of
+// weights in flight (the next is requested before the current is used), the first before waiting for the previous
+// kernel (PDL). fp32 accumulation throughout. Turing (sm_75) runs the same code with m16n8k8 pairs (common.cuh).
 #include "common.cuh"
 #include "kernels.h"
 
-// The most warps a block may have, and the warps per SM the launch aims for (kernels/bench times the choices).
+// The most warps a block may have, and the warps per SM the launch aims for at 4 KB of weights per batch (kernels/bench
+// times the choices; with smaller batches it aims for proportionally more warps).
 #ifndef FK_LINEAR_MAX_WARPS
 #define FK_LINEAR_MAX_WARPS 16
 #endif
@@ -28,36 +29,52 @@ constexpr int STEP = 32;       // k per MMA pair
 constexpr int TILE_ROWS = 16;  // rows of W in a row tile
 constexpr int TOKEN_TILE = 8;  // tokens in a token tile
 constexpr int U_MAX = 4;       // k-steps in a batch of loads (fewer when the fragments are larger)
+constexpr int RED_FLOATS = 8192; // shared memory for the warps' sums (32 KB): bounds the warps of a block
 
-// Fragments of one k-step: W rows (g, g + 8) of each row tile, x rows g (+ 8) of each token tile.
+// Fragments of one k-step: W rows (g, g + 8) of each row tile, x row g of each token tile.
 template <int RT, int NT> struct step_frags {
     uint4 w[RT][2];
     uint4 x[NT];
 };
 
-// Row tiles per warp: SiLU·mul always pairs gate and up; the others take two above one token tile.
-template <int EPI, int NT> __host__ __device__ constexpr int row_tiles()
+// Token tiles for m tokens.
+__host__ __device__ constexpr int token_tiles(int m)
 {
-    return EPI == K_LINEAR_SILU_MUL || NT == 2 ? 2 : 1;
+    return m <= TOKEN_TILE ? 1 : m <= 2 * TOKEN_TILE ? 2 : m <= 4 * TOKEN_TILE ? 4 : 8;
+}
+
+// Row tiles per warp: SiLU·mul always pairs gate and up; the others take two above one token tile.
+__host__ __device__ constexpr int row_tiles(int epi, int nt)
+{
+    return epi == K_LINEAR_SILU_MUL || nt >= 2 ? 2 : 1;
 }
 
 // Rows of y one block covers.
-template <int EPI, int NT> __host__ __device__ constexpr int block_rows()
+__host__ __device__ constexpr int block_rows(int epi, int nt)
 {
-    return EPI == K_LINEAR_SILU_MUL ? TILE_ROWS : TILE_ROWS * row_tiles<EPI, NT>();
+    return epi == K_LINEAR_SILU_MUL ? TILE_ROWS : TILE_ROWS * row_tiles(epi, nt);
 }
 
-// k-steps per batch of loads: two batches of fragments stay within the registers 16 warps a block allow.
-template <int EPI, int NT> __host__ __device__ constexpr int batch_steps()
+// k-steps per batch of loads: two batches of fragments (and, from 4 token tiles, the x fragments) stay within the
+// registers a thread has.
+__host__ __device__ constexpr int batch_steps(int epi, int nt)
 {
-    return row_tiles<EPI, NT>() == 1 && NT == 1 ? U_MAX : U_MAX / 2;
+    return row_tiles(epi, nt) == 1 && nt == 1 ? U_MAX : nt <= 2 ? U_MAX / 2 : 1;
 }
 
-// Warps per block for a k of `steps` 32-wide steps: as many as keep a batch each, 4 to FK_LINEAR_MAX_WARPS.
-int warps_for(int steps, int batch)
+// The most warps a block of this shape may have: each keeps RT x NT x 128 fp32 sums in shared memory.
+__host__ __device__ constexpr int max_warps(int epi, int nt)
 {
-    int w = FK_LINEAR_MAX_WARPS;
-    while (w > 4 && steps < batch * w)
+    return RED_FLOATS / (row_tiles(epi, nt) * nt * 128) < FK_LINEAR_MAX_WARPS
+               ? RED_FLOATS / (row_tiles(epi, nt) * nt * 128)
+               : FK_LINEAR_MAX_WARPS;
+}
+
+// Warps per block for a k of `steps` 32-wide steps: as many as keep a batch each, 4 to max_warps.
+int warps_for(int steps, int epi, int nt)
+{
+    int w = max_warps(epi, nt);
+    while (w > 4 && steps < batch_steps(epi, nt) * w)
         w /= 2;
     return w;
 }
@@ -69,14 +86,15 @@ __global__ void __launch_bounds__(32 * WARPS) linear_small_kernel(__half *__rest
                                                                  int steps_per_split, float *__restrict__ partials,
                                                                  unsigned *__restrict__ counters)
 {
-    constexpr int RT = row_tiles<EPI, NT>(), THREADS = 32 * WARPS, U = batch_steps<EPI, NT>();
+    constexpr int RT = row_tiles(EPI, NT), THREADS = 32 * WARPS, U = batch_steps(EPI, NT);
+    static_assert(WARPS <= max_warps(EPI, NT), "the warps' sums exceed the shared memory");
     constexpr int FRAG = NT * 4 * 32;               // accumulator floats of one row tile in a warp
     constexpr int PER = (FRAG + THREADS - 1) / THREADS; // of those, per thread in the epilogue
     __shared__ float red[WARPS][RT][FRAG];
     __shared__ bool last_split;
 
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-    const int r0 = blockIdx.x * block_rows<EPI, NT>(), split = blockIdx.y, n_splits = gridDim.y;
+    const int r0 = blockIdx.x * block_rows(EPI, NT), split = blockIdx.y, n_splits = gridDim.y;
     const int n_steps = (k + STEP - 1) / STEP;
     const int s_begin = split * steps_per_split, s_end = min(n_steps, s_begin + steps_per_split);
 
@@ -240,19 +258,27 @@ cudaError_t launch(__half *y, const __half *x, const __half *w, const __half *bi
 {
     const int n_steps = (k + STEP - 1) / STEP;
     const int steps_per_split = (n_steps + splits - 1) / splits;
-    const dim3 grid((n + block_rows<EPI, NT>() - 1) / block_rows<EPI, NT>(), splits);
+    const dim3 grid((n + block_rows(EPI, NT) - 1) / block_rows(EPI, NT), splits);
     return fk_launch(linear_small_kernel<WARPS, NT, EPI>, grid, dim3(32 * WARPS), 0, stream, y, x, w, bias, m, k, n,
                      steps_per_split, partials, counters);
+}
+
+// WARPS capped at what the shape allows, so that no template with too much shared memory is instantiated.
+constexpr int capped(int warps, int epi, int nt)
+{
+    return warps < max_warps(epi, nt) ? warps : max_warps(epi, nt);
 }
 
 template <int NT, int EPI>
 cudaError_t launch_warps(__half *y, const __half *x, const __half *w, const __half *bias, int m, int k, int n,
                          int splits, float *partials, unsigned *counters, cudaStream_t stream)
 {
-    switch (warps_for((k + STEP - 1) / STEP, batch_steps<EPI, NT>())) {
+    switch (warps_for((k + STEP - 1) / STEP, EPI, NT)) {
     case 4: return launch<4, NT, EPI>(y, x, w, bias, m, k, n, splits, partials, counters, stream);
-    case 8: return launch<8, NT, EPI>(y, x, w, bias, m, k, n, splits, partials, counters, stream);
-    default: return launch<FK_LINEAR_MAX_WARPS, NT, EPI>(y, x, w, bias, m, k, n, splits, partials, counters, stream);
+    case 8: return launch<capped(8, EPI, NT), NT, EPI>(y, x, w, bias, m, k, n, splits, partials, counters, stream);
+    default:
+        return launch<capped(FK_LINEAR_MAX_WARPS, EPI, NT), NT, EPI>(y, x, w, bias, m, k, n, splits, partials, counters,
+                                                                    stream);
     }
 }
 
@@ -260,21 +286,27 @@ template <int EPI>
 cudaError_t launch_m(__half *y, const __half *x, const __half *w, const __half *bias, int m, int k, int n,
                      int splits, float *partials, unsigned *counters, cudaStream_t stream)
 {
-    return m <= TOKEN_TILE ? launch_warps<1, EPI>(y, x, w, bias, m, k, n, splits, partials, counters, stream)
-                           : launch_warps<2, EPI>(y, x, w, bias, m, k, n, splits, partials, counters, stream);
+    switch (token_tiles(m)) {
+    case 1: return launch_warps<1, EPI>(y, x, w, bias, m, k, n, splits, partials, counters, stream);
+    case 2: return launch_warps<2, EPI>(y, x, w, bias, m, k, n, splits, partials, counters, stream);
+    case 4: return launch_warps<4, EPI>(y, x, w, bias, m, k, n, splits, partials, counters, stream);
+    default: return launch_warps<8, EPI>(y, x, w, bias, m, k, n, splits, partials, counters, stream);
+    }
 }
 
 } // namespace
 
 extern "C" int k_linear_small_splits(int m, int k, int n, int epilogue, int n_sms)
 {
-    const int nt = m <= TOKEN_TILE ? 1 : 2, rt = epilogue == K_LINEAR_SILU_MUL || nt == 2 ? 2 : 1;
-    const int rows = epilogue == K_LINEAR_SILU_MUL ? TILE_ROWS : TILE_ROWS * rt;
-    const int batch = rt == 1 && nt == 1 ? U_MAX : U_MAX / 2;
-    const int tiles = (n + rows - 1) / rows, n_steps = (k + STEP - 1) / STEP, warps = warps_for(n_steps, batch);
-    // More blocks along k only when the rows give too few warps, each warp keeping at least a batch of steps, and
+    const int nt = token_tiles(m), rt = row_tiles(epilogue, nt), rows = block_rows(epilogue, nt);
+    const int batch = batch_steps(epilogue, nt);
+    const int tiles = (n + rows - 1) / rows, n_steps = (k + STEP - 1) / STEP, warps = warps_for(n_steps, epilogue, nt);
+    // More blocks along k only when the rows give too few warps (the aim: FK_LINEAR_WARPS_PER_SM warps of 4 KB
+    // batches per SM, as many bytes in flight with smaller batches), each warp keeping at least a batch of steps, and
     // within what the partials buffer holds.
-    int splits = (FK_LINEAR_WARPS_PER_SM * n_sms + tiles * warps - 1) / (tiles * warps);
+    const int batch_kb = batch * rt; // a batch: U steps of RT x 2 rows x 32 lanes x 16 bytes
+    const int per_sm = FK_LINEAR_WARPS_PER_SM * 4 / batch_kb;
+    int splits = (per_sm * n_sms + tiles * warps - 1) / (tiles * warps);
     const int by_work = n_steps / (batch * warps);
     splits = splits < by_work ? splits : by_work;
     const size_t per_split = (size_t)tiles * rt * nt * 4 * 32; // floats

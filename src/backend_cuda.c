@@ -363,8 +363,8 @@ static bool quant_small(const cuda_backend *cb, int n, int in, const void *x)
 static fk_status run_quant_small(cuda_backend *cb, void *y, const void *x, const qweight *w, const void *bias, int n,
                                  int in, int out, int epilogue, fk_error *err)
 {
-    for (int t0 = 0; t0 < n; t0 += K_LINEAR_SMALL_MAX_M) {
-        const int m = n - t0 < K_LINEAR_SMALL_MAX_M ? n - t0 : K_LINEAR_SMALL_MAX_M;
+    for (int t0 = 0; t0 < n; t0 += K_LINEAR_QUANT_MAX_M) {
+        const int m = n - t0 < K_LINEAR_QUANT_MAX_M ? n - t0 : K_LINEAR_QUANT_MAX_M;
         const int splits = k_linear_quant_splits(w->format, m, in, out, epilogue, cb->n_sms);
         fk_status s = launched(k_linear_quant((uint16_t *)y + (size_t)t0 * out, (const uint16_t *)x + (size_t)t0 * in,
                                               w->data, w->scales, bias, w->format, m, in, out, epilogue, splits,
@@ -707,7 +707,7 @@ static fk_status gelu_epilogue_choice(bool *by_cublaslt, fk_error *err)
 }
 
 /* The tuning switches read from the environment, for tests, benchmarks and the profile before/after (defaults are
- * the measured best, docs/BENCHMARKS.md): FK_SMALL_LINEAR_MAX_M (0..16, default SMALL_LINEAR_MAX_M_DEFAULT; 0 sends
+ * the measured best, docs/BENCHMARKS.md): FK_SMALL_LINEAR_MAX_M (0..64, default SMALL_LINEAR_MAX_M_DEFAULT; 0 sends
  * every linear to cuBLAS), FK_QUANT_SMALL_MAX_M (0..256, default QUANT_SMALL_MAX_M_DEFAULT: quantized linears of up
  * to this many tokens run k_linear_quant, 16 tokens a pass; 0 dequantizes every one for cuBLAS),
  * FK_DEQUANT_SCRATCH_MB (1..65536, default DEQUANT_SCRATCH_MB_DEFAULT), FK_PDL (0 turns programmatic dependent launch

@@ -1,6 +1,6 @@
 // bench_linear.cu — the small-batch linear (k_linear_small, version 0, linked) against cuBLAS (cublasGemmEx as
 // backend_cuda.c calls it) on the linears of GPT-2 124M, Llama-3.2-1B (with bench-1b's 50,257-token head) and
-// Llama-3-8B, at m = 1 .. 16 tokens, with the epilogue each layer uses (bias, GELU, SiLU·mul). Bytes counted: W
+// Llama-3-8B, at m = 1 .. 64 tokens, with the epilogue each layer uses (bias, GELU, SiLU·mul). Bytes counted: W
 // once, plus x and y. Then the quantized small-batch linear (k_linear_quant, INT8 and INT4) on the same shapes at
 // m = 1, 4, 8, 16, bytes counted: the packed weights and their scales once, plus x and y, beside the fp16 times.
 // Each variant is recorded 32 times into a CUDA graph cycling through copies of W that together
@@ -183,7 +183,7 @@ int main(int argc, char **argv)
         {"llama-3-8b", "gate_up + silu_mul", 4096, 14336, K_LINEAR_SILU_MUL, false},
         {"llama-3-8b", "down", 14336, 4096, K_LINEAR_PLAIN, false},
     };
-    const int ms[] = {1, 2, 4, 8, 12, 16};
+    const int ms[] = {1, 2, 4, 8, 12, 16, 24, 32, 48, 64};
     std::map<std::pair<int, int>, double> fp16_us, cublas_us; // (shape, m): for the quantized table
     cudaStream_t stream;
     CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
@@ -215,9 +215,9 @@ int main(int argc, char **argv)
         std::vector<__half *> w;
         for (int c = 0; c < copies; c++)
             w.push_back(random_halves(w_elems, 10 + c));
-        __half *x = random_halves((size_t)16 * sh.k, 3), *bias = random_halves(rows, 4), *y, *tmp;
-        CHECK(cudaMalloc(&y, (size_t)16 * rows * sizeof(__half)));
-        CHECK(cudaMalloc(&tmp, (size_t)16 * rows * sizeof(__half)));
+        __half *x = random_halves((size_t)K_LINEAR_SMALL_MAX_M * sh.k, 3), *bias = random_halves(rows, 4), *y, *tmp;
+        CHECK(cudaMalloc(&y, (size_t)K_LINEAR_SMALL_MAX_M * rows * sizeof(__half)));
+        CHECK(cudaMalloc(&tmp, (size_t)K_LINEAR_SMALL_MAX_M * rows * sizeof(__half)));
         for (int m : ms) {
             const int splits = k_linear_small_splits(m, sh.k, sh.n, sh.epilogue, prop.multiProcessorCount);
             const double ours = us_per_call(stream, [&](int i) {

@@ -16,6 +16,7 @@
 
 #include "backend.h"
 #include "fp16.h"
+#include "kernels.h"
 #include "quant.h"
 #include "test_util.h"
 
@@ -158,19 +159,23 @@ static void linear_case(backend *g, enum linear_kind kind, fk_quantization forma
         cpu->ops->release(cpu, cw.scales);
 }
 
-/* Every token count from 1 to 17 (the small-batch kernel's range and one past it), then larger ones, on odd shapes:
- * k not a multiple of the kernel's 32-wide step (or of 8: cuBLAS), rows not a multiple of 16, few rows with a long
- * k (split-K across blocks), the model shapes; and random shapes drawn each run. Each kind runs with the small
- * kernel on (the default) and off (FK_SMALL_LINEAR_MAX_M=0: cuBLAS everywhere). */
+/* Every token count from 1 to 17, then the edges of the small-batch kernel's token tiles (8, 16, 32 and 64 tokens)
+ * and one past its range, then larger ones, on odd shapes: k not a multiple of the kernel's 32-wide step (or of 8:
+ * cuBLAS), rows not a multiple of 16, few rows with a long k (split-K across blocks), the model shapes; and random
+ * shapes drawn each run. Each kind runs with the small kernel on for its whole range (FK_SMALL_LINEAR_MAX_M=64) and
+ * off (0: cuBLAS everywhere). */
 static void linear_cases(enum linear_kind kind)
 {
     const int shapes[][2] = {{64, 64}, {136, 33}, {2048, 3072}, {8192, 64}, {768, 2304}, {40, 83}, {129, 100},
                              {4096, 17}, {2048, 50257 / 16}};
-    const int ns[] = {17, 24, 64, 300};
+    const int mid[] = {24, 32, 33, 47, 64, 65};
+    const int ns[] = {17, 100, 128, 300};
     backend *shared = gpu;
     for (int on = 1; on >= 0; on--) {
         fk_error err = {0};
-        setenv("FK_SMALL_LINEAR_MAX_M", on ? "16" : "0", 1);
+        char max_m[16];
+        snprintf(max_m, sizeof max_m, "%d", on ? K_LINEAR_SMALL_MAX_M : 0);
+        setenv("FK_SMALL_LINEAR_MAX_M", max_m, 1);
         backend *g = NULL;
         if (backend_cuda_create(&g, &err))
             fail_msg("%s", err.message);
@@ -181,11 +186,13 @@ static void linear_cases(enum linear_kind kind)
             const int in = shapes[k][0], out = shapes[k][1];
             for (int n = 1; n <= 17; n++)
                 linear_case(g, kind, FK_QUANT_NONE, n, in, out, (n + k) % 2, mode);
+            for (size_t i = 0; i < sizeof mid / sizeof mid[0]; i++)
+                linear_case(g, kind, FK_QUANT_NONE, mid[i], in, out, (i + k) % 2, mode);
             linear_case(g, kind, FK_QUANT_NONE, ns[k % 4], in, out, k % 2, mode);
         }
         for (int r = 0; r < 6; r++) { /* random shapes: k a multiple of 8 (the small kernel's) or not */
             const int in = 8 * (1 + (int)tu_below(&rng, 600)) + (r == 5 ? 3 : 0), out = 1 + (int)tu_below(&rng, 700);
-            linear_case(g, kind, FK_QUANT_NONE, 1 + (int)tu_below(&rng, r < 4 ? 16 : 300), in, out, r % 2, mode);
+            linear_case(g, kind, FK_QUANT_NONE, 1 + (int)tu_below(&rng, r < 4 ? 64 : 300), in, out, r % 2, mode);
         }
         g->ops->destroy(g);
         gpu = shared;
@@ -407,7 +414,7 @@ static void test_linear_gelu(void **state)
     assert_int_equal(backend_cuda_create(&bad, &err), FK_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(err.message, "FK_GELU_EPILOGUE"));
     unsetenv("FK_GELU_EPILOGUE");
-    setenv("FK_SMALL_LINEAR_MAX_M", "17", 1); /* beyond the kernel's 16 tokens: refused */
+    setenv("FK_SMALL_LINEAR_MAX_M", "65", 1); /* beyond the kernel's 64 tokens: refused */
     assert_int_equal(backend_cuda_create(&bad, &err), FK_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(err.message, "FK_SMALL_LINEAR_MAX_M"));
     unsetenv("FK_SMALL_LINEAR_MAX_M");
