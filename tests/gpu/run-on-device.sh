@@ -3,7 +3,8 @@
 # ninja there; Debian .deb files carried in .deps by `deploy/offline-deps.sh download .deps`, and ../shared/peers
 # copied to .peers for the peer steps).
 #   tests/gpu/run-on-device.sh [test] [sanitize] [bench] [quant] [profile] [server] [serving] [llamacpp-start]
-#                              [llamacpp] [serving-peers] [kernels] [kernels-ncu] [kernels-peers] [kernels-compile]
+#                              [llamacpp] [serving-peers] [sched-sweep] [kernels] [kernels-ncu] [kernels-peers]
+#                              [kernels-compile]
 #                              (default: test sanitize bench server)
 #   test:     build natively (sm_90a) and as compute_75 PTX only (the T4 path, JIT-compiled by the driver) and run
 #             the gpu suite on both
@@ -28,6 +29,10 @@
 #             flashkernel-server and llama-server in turn, the same load tester for both (loadtest/run-peer-benchmark.sh:
 #             closed loop 1-256 clients, 1,024/256 at 64, a --rate sweep, llama-server's raw answers); $OUT/serving-peers.
 #             FK_STEPS / FK_SERVERS narrow it (see the script)
+#   sched-sweep: flashkernel-server on bench-1b at --max-num-batched-tokens 512 .. 8192 (loadtest/run-sched-sweep.sh:
+#             closed loop, 256 and 64 clients at 128/128, 64 at 1,024/256; FK_SWEEP_TOKENS / FK_SWEEP_SHAPES change
+#             them): output tokens/s, TTFT and ITL per value, to choose the default (issue 14). The table in the
+#             summary and $OUT/sched-sweep.txt, the JSONs and server logs in $OUT/sched-sweep.tgz. No llama.cpp
 #   kernels:  docs/kernels.md's suite: bench_kernels (every launcher, every configuration; ours.json) and the tables
 #             and rooflines (report.py) in $OUT/kernels; kernels-ncu: Nsight Compute on each launcher's main
 #             configurations (profiles/*.csv, summary.md), then the report again (each expected to take a few
@@ -246,6 +251,19 @@ case " $steps " in *" serving-peers "*)
     else
         note "llama.cpp: build not finished or failed ($(cat $l/done 2>/dev/null); $(tail -3 /tmp/llama-build.log 2>/dev/null | tr '\n' ' '))"
     fi ;;
+esac
+
+case " $steps " in *" sched-sweep "*)
+    [ -x /tmp/fk-native/loadtest/flashkernel-loadtest ] || build native sm_90a
+    make_bench1b
+    rm -rf "$dest/sched-sweep"
+    loadtest/run-sched-sweep.sh /tmp/fk-native/server/flashkernel-server /tmp/fk-native/loadtest/flashkernel-loadtest \
+        $bench1b "$dest/sched-sweep" >"$out/sched-sweep.log" 2>&1 ||
+        note "run-sched-sweep.sh: FAILED ($(tail -3 "$out/sched-sweep.log" | tr '\n' ' '))"
+    sed -n '/^# output tokens\/s/,$p' "$dest/sched-sweep/sweep.txt" | tee -a "$summary"
+    # few files come back from the device: the JSONs and server logs in one archive, the table beside it
+    [ -d "$dest/sched-sweep" ] && (cd "$dest/sched-sweep" && tar czf ../sched-sweep.tgz . && mv sweep.txt ../sched-sweep.txt &&
+        cd .. && rm -rf sched-sweep) ;;
 esac
 
 case " $steps " in *" server "*)
