@@ -214,18 +214,22 @@ __global__ void __launch_bounds__(32 * WARPS) linear_small_kernel(__half *__rest
         if (!last_split)
             return;
         __threadfence();
+        // Split by split in order, each split's RT x PER loads independent of one another (in flight together).
         const float *all = partials + (size_t)blockIdx.x * n_splits * RT * FRAG;
 #pragma unroll
         for (int rt = 0; rt < RT; rt++)
 #pragma unroll
-            for (int q = 0; q < PER; q++) {
-                const int i = threadIdx.x + q * THREADS;
-                float v = 0;
-                if (i < FRAG)
-                    for (int sp = 0; sp < n_splits; sp++)
-                        v += __ldcg(all + (size_t)sp * RT * FRAG + rt * FRAG + i);
-                sum[rt][q] = v;
-            }
+            for (int q = 0; q < PER; q++)
+                sum[rt][q] = 0;
+        for (int sp = 0; sp < n_splits; sp++)
+#pragma unroll
+            for (int rt = 0; rt < RT; rt++)
+#pragma unroll
+                for (int q = 0; q < PER; q++) {
+                    const int i = threadIdx.x + q * THREADS;
+                    if (i < FRAG)
+                        sum[rt][q] += __ldcg(all + (size_t)sp * RT * FRAG + rt * FRAG + i);
+                }
     }
 
 #pragma unroll

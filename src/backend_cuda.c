@@ -29,6 +29,8 @@ typedef struct cuda_backend {
     gemm_lt *gemm_lt;      /* cuBLASLt GEMMs with a bias or GELU+bias epilogue */
     bool gelu_by_cublaslt; /* linear_gelu: cuBLASLt's epilogue, else cuBLAS then k_bias_gelu (FK_GELU_EPILOGUE) */
     int small_linear_max_m; /* linears of up to this many tokens run k_linear_small (FK_SMALL_LINEAR_MAX_M) */
+    int unaligned_max_m;    /* the same for a linear whose output rows are not whole 16-byte vectors (a 50,257-token
+                             * head), where cuBLAS is slow; in passes above 64 tokens (FK_SMALL_LINEAR_UNALIGNED_MAX_M) */
     float *linear_partials; /* k_linear_small's and k_linear_quant's split-K scratch and its tile counters */
     unsigned *linear_counters;
     int quant_small_max_m; /* quantized linears of up to this many tokens run k_linear_quant, 16 tokens a pass
@@ -49,6 +51,7 @@ typedef struct cuda_backend {
 #define BLAS_WORKSPACE_BYTES (32u << 20) /* what cuBLAS recommends for Hopper */
 #define GELU_BY_CUBLASLT_DEFAULT true
 #define SMALL_LINEAR_MAX_M_DEFAULT 16 /* the crossover against cuBLAS, kernels/bench/bench_linear (BENCHMARKS.md) */
+#define UNALIGNED_MAX_M_DEFAULT 256 /* likewise for unaligned output rows */
 #define QUANT_SMALL_MAX_M_DEFAULT 32 /* two passes still beat dequantize + cuBLAS at 32 tokens (BENCHMARKS.md) */
 #define DEQUANT_SCRATCH_MB_DEFAULT 64
 
@@ -297,19 +300,29 @@ static fk_status cuda_add_layer_norm(backend *b, void *out, void *residual, cons
     return launched(k_add_layer_norm(out, residual, x, w, bias, n, d, eps, cb_of(b)->stream), "add_layer_norm", err);
 }
 
-/* Whether k_linear_small takes this linear: few tokens, rows of whole 16-byte vectors, aligned x and W. */
-static bool small_linear(const cuda_backend *cb, int n, int in, const void *x, const void *w)
+/* Whether k_linear_small takes this linear: few tokens (more where y's rows are not whole 16-byte vectors, which
+ * cuBLAS handles slowly), rows of W of whole 16-byte vectors, aligned x and W. */
+static bool small_linear(const cuda_backend *cb, int n, int in, int out, const void *x, const void *w)
 {
-    return n <= cb->small_linear_max_m && in % 8 == 0 && (uintptr_t)x % 16 == 0 && (uintptr_t)w % 16 == 0;
+    const int max_m = out % 8 ? cb->unaligned_max_m : cb->small_linear_max_m;
+    return n <= max_m && in % 8 == 0 && (uintptr_t)x % 16 == 0 && (uintptr_t)w % 16 == 0;
 }
 
+/* k_linear_small in passes of up to K_LINEAR_SMALL_MAX_M tokens (each pass reads W once). */
 static fk_status run_small_linear(cuda_backend *cb, void *y, const void *x, const void *w, const void *bias, int n,
                                   int in, int out, int epilogue, fk_error *err)
 {
-    const int splits = k_linear_small_splits(n, in, out, epilogue, cb->n_sms);
-    return launched(k_linear_small(y, x, w, bias, n, in, out, epilogue, splits, cb->linear_partials,
-                                   cb->linear_counters, cb->stream),
-                    "linear_small", err);
+    for (int t0 = 0; t0 < n; t0 += K_LINEAR_SMALL_MAX_M) {
+        const int m = n - t0 < K_LINEAR_SMALL_MAX_M ? n - t0 : K_LINEAR_SMALL_MAX_M;
+        const int splits = k_linear_small_splits(m, in, out, epilogue, cb->n_sms);
+        fk_status s = launched(k_linear_small((uint16_t *)y + (size_t)t0 * out, (const uint16_t *)x + (size_t)t0 * in, w,
+                                              bias, m, in, out, epilogue, splits, cb->linear_partials,
+                                              cb->linear_counters, cb->stream),
+                               "linear_small", err);
+        if (s)
+            return s;
+    }
+    return FK_OK;
 }
 
 /* y = x W^T by cuBLAS: in its column-major terms y^T (out x n) = W^T^T (out x in) x^T (in x n); y's rows are ldy
@@ -348,7 +361,7 @@ static fk_status gemm_linear(cuda_backend *cb, void *y, const void *x, const voi
 static fk_status plain_linear(cuda_backend *cb, void *y, const void *x, const void *w, const void *bias, int n, int in,
                               int out, bool gelu, fk_error *err)
 {
-    if (small_linear(cb, n, in, x, w))
+    if (small_linear(cb, n, in, out, x, w))
         return run_small_linear(cb, y, x, w, bias, n, in, out, gelu ? K_LINEAR_GELU : K_LINEAR_PLAIN, err);
     return gemm_linear(cb, y, x, w, bias, n, in, out, gelu, err);
 }
@@ -433,7 +446,7 @@ static fk_status cuda_linear_silu_mul(backend *b, void *out, void *scratch, cons
                                       const void *bias, int n, int in, int f, fk_error *err)
 {
     cuda_backend *cb = cb_of(b);
-    if (w->format == FK_QUANT_NONE && small_linear(cb, n, in, x, w->data))
+    if (w->format == FK_QUANT_NONE && small_linear(cb, n, in, f, x, w->data))
         return run_small_linear(cb, out, x, w->data, bias, n, in, f, K_LINEAR_SILU_MUL, err);
     if (w->format != FK_QUANT_NONE && quant_small(cb, n, in, x))
         return run_quant_small(cb, out, x, w, bias, n, in, f, K_LINEAR_SILU_MUL, err);
@@ -708,7 +721,8 @@ static fk_status gelu_epilogue_choice(bool *by_cublaslt, fk_error *err)
 
 /* The tuning switches read from the environment, for tests, benchmarks and the profile before/after (defaults are
  * the measured best, docs/BENCHMARKS.md): FK_SMALL_LINEAR_MAX_M (0..64, default SMALL_LINEAR_MAX_M_DEFAULT; 0 sends
- * every linear to cuBLAS), FK_QUANT_SMALL_MAX_M (0..256, default QUANT_SMALL_MAX_M_DEFAULT: quantized linears of up
+ * every linear with aligned output rows to cuBLAS), FK_SMALL_LINEAR_UNALIGNED_MAX_M (the same for the others, default
+ * UNALIGNED_MAX_M_DEFAULT, passes of 64 tokens above 64), FK_QUANT_SMALL_MAX_M (0..256, default QUANT_SMALL_MAX_M_DEFAULT: quantized linears of up
  * to this many tokens run k_linear_quant, 16 tokens a pass; 0 dequantizes every one for cuBLAS),
  * FK_DEQUANT_SCRATCH_MB (1..65536, default DEQUANT_SCRATCH_MB_DEFAULT), FK_PDL (0 turns programmatic dependent launch
  * off) and FK_PREFILL_HOPPER (0 keeps prefill attention on the mma.sync kernel on a Hopper too). */
@@ -729,11 +743,13 @@ static fk_status env_int(const char *name, int lo, int hi, int *v, fk_error *err
 static fk_status tuning_from_env(cuda_backend *cb, fk_error *err)
 {
     cb->small_linear_max_m = SMALL_LINEAR_MAX_M_DEFAULT;
+    cb->unaligned_max_m = UNALIGNED_MAX_M_DEFAULT;
     cb->quant_small_max_m = QUANT_SMALL_MAX_M_DEFAULT;
     int pdl = 1, hopper = 1, enabled, scratch_mb = DEQUANT_SCRATCH_MB_DEFAULT;
     fk_status s;
     if ((s = gelu_epilogue_choice(&cb->gelu_by_cublaslt, err)) ||
         (s = env_int("FK_SMALL_LINEAR_MAX_M", 0, K_LINEAR_SMALL_MAX_M, &cb->small_linear_max_m, err)) ||
+        (s = env_int("FK_SMALL_LINEAR_UNALIGNED_MAX_M", 0, 1 << 20, &cb->unaligned_max_m, err)) ||
         (s = env_int("FK_QUANT_SMALL_MAX_M", 0, 256, &cb->quant_small_max_m, err)) ||
         (s = env_int("FK_DEQUANT_SCRATCH_MB", 1, 65536, &scratch_mb, err)) ||
         (s = env_int("FK_PDL", 0, 1, &pdl, err)) || (s = env_int("FK_PREFILL_HOPPER", 0, 1, &hopper, err)))

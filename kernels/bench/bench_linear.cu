@@ -1,7 +1,8 @@
 // bench_linear.cu — the small-batch linear (k_linear_small, version 0, linked) against cuBLAS (cublasGemmEx as
-// backend_cuda.c calls it) on the linears of GPT-2 124M, Llama-3.2-1B (with bench-1b's 50,257-token head) and
-// Llama-3-8B, at m = 1 .. 64 tokens, with the epilogue each layer uses (bias, GELU, SiLU·mul). Bytes counted: W
-// once, plus x and y. Then the quantized small-batch linear (k_linear_quant, INT8 and INT4) on the same shapes at
+// backend_cuda.c calls it) on the linears of GPT-2 124M and Llama-3.2-1B (each with a 50,257-token head, as GPT-2
+// and bench-1b have) and Llama-3-8B, at m = 1 .. 64 tokens and at 128 and 256 (ours in passes of 64 tokens, as the
+// backend runs it on heads whose rows cuBLAS cannot take aligned), with the epilogue each layer uses (bias, GELU,
+// SiLU·mul). Bytes counted: W once (also where passes read it more often), plus x and y. Then the quantized small-batch linear (k_linear_quant, INT8 and INT4) on the same shapes at
 // m = 1, 4, 8, 16, bytes counted: the packed weights and their scales once, plus x and y, beside the fp16 times.
 // Each variant is recorded 32 times into a CUDA graph cycling through copies of W that together
 // exceed the L2 cache (so every call reads W from DRAM, as a decode step does), with programmatic dependent launch
@@ -173,6 +174,7 @@ int main(int argc, char **argv)
         {"gpt2-124m", "attn c_proj", 768, 768, K_LINEAR_PLAIN, true},
         {"gpt2-124m", "c_fc + gelu", 768, 3072, K_LINEAR_GELU, true},
         {"gpt2-124m", "mlp c_proj", 3072, 768, K_LINEAR_PLAIN, true},
+        {"gpt2-124m", "lm_head (50257)", 768, 50257, K_LINEAR_PLAIN, false},
         {"llama-3.2-1b", "qkv", 2048, 3072, K_LINEAR_PLAIN, false},
         {"llama-3.2-1b", "o", 2048, 2048, K_LINEAR_PLAIN, false},
         {"llama-3.2-1b", "gate_up + silu_mul", 2048, 8192, K_LINEAR_SILU_MUL, false},
@@ -183,7 +185,9 @@ int main(int argc, char **argv)
         {"llama-3-8b", "gate_up + silu_mul", 4096, 14336, K_LINEAR_SILU_MUL, false},
         {"llama-3-8b", "down", 14336, 4096, K_LINEAR_PLAIN, false},
     };
-    const int ms[] = {1, 2, 4, 8, 12, 16, 24, 32, 48, 64};
+    // above K_LINEAR_SMALL_MAX_M ours runs in passes of that many tokens, as the backend does for unaligned rows
+    const int ms[] = {1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 128, 256};
+    const int max_m = 256;
     std::map<std::pair<int, int>, double> fp16_us, cublas_us; // (shape, m): for the quantized table
     cudaStream_t stream;
     CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
@@ -215,14 +219,17 @@ int main(int argc, char **argv)
         std::vector<__half *> w;
         for (int c = 0; c < copies; c++)
             w.push_back(random_halves(w_elems, 10 + c));
-        __half *x = random_halves((size_t)K_LINEAR_SMALL_MAX_M * sh.k, 3), *bias = random_halves(rows, 4), *y, *tmp;
-        CHECK(cudaMalloc(&y, (size_t)K_LINEAR_SMALL_MAX_M * rows * sizeof(__half)));
-        CHECK(cudaMalloc(&tmp, (size_t)K_LINEAR_SMALL_MAX_M * rows * sizeof(__half)));
+        __half *x = random_halves((size_t)max_m * sh.k, 3), *bias = random_halves(rows, 4), *y, *tmp;
+        CHECK(cudaMalloc(&y, (size_t)max_m * rows * sizeof(__half)));
+        CHECK(cudaMalloc(&tmp, (size_t)max_m * rows * sizeof(__half)));
         for (int m : ms) {
-            const int splits = k_linear_small_splits(m, sh.k, sh.n, sh.epilogue, prop.multiProcessorCount);
+            const int pass = std::min(m, K_LINEAR_SMALL_MAX_M);
+            const int splits = k_linear_small_splits(pass, sh.k, sh.n, sh.epilogue, prop.multiProcessorCount);
             const double ours = us_per_call(stream, [&](int i) {
-                CHECK(k_linear_small(y, x, w[i % copies], sh.bias ? bias : nullptr, m, sh.k, sh.n, sh.epilogue, splits,
-                                     partials, counters, stream));
+                for (int t0 = 0; t0 < m; t0 += pass)
+                    CHECK(k_linear_small(y + (size_t)t0 * sh.n, x + (size_t)t0 * sh.k, w[i % copies],
+                                         sh.bias ? bias : nullptr, pass, sh.k, sh.n, sh.epilogue, splits, partials,
+                                         counters, stream));
             });
             // cuBLAS: the GEMM alone (its epilogue would be a further pass; this is its best case)
             const double blas_us = us_per_call(stream, [&](int i) {

@@ -162,8 +162,9 @@ static void linear_case(backend *g, enum linear_kind kind, fk_quantization forma
 /* Every token count from 1 to 17, then the edges of the small-batch kernel's token tiles (8, 16, 32 and 64 tokens)
  * and one past its range, then larger ones, on odd shapes: k not a multiple of the kernel's 32-wide step (or of 8:
  * cuBLAS), rows not a multiple of 16, few rows with a long k (split-K across blocks), the model shapes; and random
- * shapes drawn each run. Each kind runs with the small kernel on for its whole range (FK_SMALL_LINEAR_MAX_M=64) and
- * off (0: cuBLAS everywhere). */
+ * shapes drawn each run. Each kind runs with the small kernel on for its whole range (FK_SMALL_LINEAR_MAX_M=64; on
+ * unaligned output rows up to the default 256 tokens, in passes of 64: the 100-token cases) and off (both 0: cuBLAS
+ * everywhere). */
 static void linear_cases(enum linear_kind kind)
 {
     const int shapes[][2] = {{64, 64}, {136, 33}, {2048, 3072}, {8192, 64}, {768, 2304}, {40, 83}, {129, 100},
@@ -176,10 +177,13 @@ static void linear_cases(enum linear_kind kind)
         char max_m[16];
         snprintf(max_m, sizeof max_m, "%d", on ? K_LINEAR_SMALL_MAX_M : 0);
         setenv("FK_SMALL_LINEAR_MAX_M", max_m, 1);
+        if (!on)
+            setenv("FK_SMALL_LINEAR_UNALIGNED_MAX_M", "0", 1);
         backend *g = NULL;
         if (backend_cuda_create(&g, &err))
             fail_msg("%s", err.message);
         unsetenv("FK_SMALL_LINEAR_MAX_M");
+        unsetenv("FK_SMALL_LINEAR_UNALIGNED_MAX_M");
         gpu = g; /* the helpers upload through `gpu` */
         const char *mode = on ? "small kernel" : "cuBLAS";
         for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
