@@ -151,7 +151,7 @@ const char cli_engine_usage[] =
     "                      on the CPU 512)\n"
     "  --max-num-seqs N    sequences running at once (default 256)\n"
     "  --max-num-batched-tokens N\n"
-    "                      tokens per engine step, prefill chunks included (default 2048)\n"
+    "                      tokens per engine step, prefill chunks included (default 4096)\n"
     "  --max-model-len N   prompt + output tokens per request (default: the model's context)\n"
     "  --gpu-memory-utilization F\n"
     "                      share of GPU memory to use, weights and KV cache included (default 0.9)\n"

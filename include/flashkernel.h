@@ -144,7 +144,7 @@ typedef struct fk_engine_params {
                                  * CPU 512 MiB */
     float gpu_memory_utilization; /* (0, 1]: the share of GPU memory FlashKernel may use (default 0.9) */
     int max_num_seqs;           /* sequences running at once (default 256) */
-    int max_num_batched_tokens; /* tokens one step computes: decodes and prefill chunks together (default 2048) */
+    int max_num_batched_tokens; /* tokens one step computes: decodes and prefill chunks together (default 4096) */
     int max_model_len;          /* prompt + generated tokens per request; 0 = the model's max_context */
     bool enable_prefix_caching; /* reuse the KV blocks of identical prompt prefixes (default true) */
     int fault_after_steps;      /* test hook: after this many steps the device is made to fail as a real fault would

@@ -72,7 +72,7 @@ static double now_s(void)
 fk_engine_params fk_engine_params_default(void)
 {
     return (fk_engine_params){.block_size = 16, .num_blocks = 0, .kv_cache_mb = 0, .gpu_memory_utilization = 0.9f,
-                              .max_num_seqs = 256, .max_num_batched_tokens = 2048, .max_model_len = 0,
+                              .max_num_seqs = 256, .max_num_batched_tokens = 4096, .max_model_len = 0,
                               .enable_prefix_caching = true, .overlap = true};
 }
 
