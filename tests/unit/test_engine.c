@@ -228,7 +228,11 @@ static void batch_invariance(const char *fixture)
     make_jobs(jobs, n, vocab, &rng);
     run_solo(m, jobs, n, solo);
 
-    fk_engine *e = engine(m, fk_engine_params_default());
+    /* A budget below the prompts' total (the default takes them all in one step), so that the later prompts find
+     * the earlier ones' shared prefixes cached. */
+    fk_engine_params ep = fk_engine_params_default();
+    ep.max_num_batched_tokens = 2048;
+    fk_engine *e = engine(m, ep);
     run(e, jobs, n, together);
     assert_same_tokens(solo, together, n, "submitted together");
     /* The shared prefixes were served from the prefix cache. */
@@ -241,7 +245,7 @@ static void batch_invariance(const char *fixture)
     engine_free(e);
 
     /* Chunked prefill: a 37-token budget splits every long prompt across steps. */
-    fk_engine_params ep = fk_engine_params_default();
+    ep = fk_engine_params_default();
     ep.max_num_batched_tokens = 37;
     ep.enable_prefix_caching = false;
     e = engine(m, ep);
