@@ -35,7 +35,8 @@ PID=""
 trap '[ -n "$PID" ] && kill -KILL "$PID" 2>/dev/null; true' EXIT
 say() { echo "$*" | tee -a "$LOG"; }
 say "# serving against llama-server, $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-say "# commit: $(git -C "$(dirname "$0")" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+# The device's copy of the tree may carry no .git or a stale one: the commit the caller wrote in .peers/commit first.
+say "# commit: $(cat "$(dirname "$0")/../.peers/commit" 2>/dev/null || git -C "$(dirname "$0")" rev-parse --short HEAD 2>/dev/null || echo unknown)"
 say "# device: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo unknown)"
 say "# host: $(nproc) CPUs, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -n 1)"
 
