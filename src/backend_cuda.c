@@ -30,7 +30,7 @@ typedef struct cuda_backend {
     bool gelu_by_cublaslt; /* linear_gelu: cuBLASLt's epilogue, else cuBLAS then k_bias_gelu (FK_GELU_EPILOGUE) */
     int small_linear_max_m; /* linears of up to this many tokens run k_linear_small (FK_SMALL_LINEAR_MAX_M) */
     int unaligned_max_m;    /* the same for a linear whose output rows are not whole 16-byte vectors (a 50,257-token
-                             * head), where cuBLAS is slow; in passes above 64 tokens (FK_SMALL_LINEAR_UNALIGNED_MAX_M) */
+                             * head), where cuBLAS is slow; passes of 64 tokens (FK_SMALL_LINEAR_UNALIGNED_MAX_M) */
     float *linear_partials; /* k_linear_small's and k_linear_quant's split-K scratch and its tile counters */
     unsigned *linear_counters;
     int quant_small_max_m; /* quantized linears of up to this many tokens run k_linear_quant, 16 tokens a pass
@@ -315,8 +315,8 @@ static fk_status run_small_linear(cuda_backend *cb, void *y, const void *x, cons
     for (int t0 = 0; t0 < n; t0 += K_LINEAR_SMALL_MAX_M) {
         const int m = n - t0 < K_LINEAR_SMALL_MAX_M ? n - t0 : K_LINEAR_SMALL_MAX_M;
         const int splits = k_linear_small_splits(m, in, out, epilogue, cb->n_sms);
-        fk_status s = launched(k_linear_small((uint16_t *)y + (size_t)t0 * out, (const uint16_t *)x + (size_t)t0 * in, w,
-                                              bias, m, in, out, epilogue, splits, cb->linear_partials,
+        fk_status s = launched(k_linear_small((uint16_t *)y + (size_t)t0 * out, (const uint16_t *)x + (size_t)t0 * in,
+                                              w, bias, m, in, out, epilogue, splits, cb->linear_partials,
                                               cb->linear_counters, cb->stream),
                                "linear_small", err);
         if (s)
@@ -722,8 +722,9 @@ static fk_status gelu_epilogue_choice(bool *by_cublaslt, fk_error *err)
 /* The tuning switches read from the environment, for tests, benchmarks and the profile before/after (defaults are
  * the measured best, docs/BENCHMARKS.md): FK_SMALL_LINEAR_MAX_M (0..64, default SMALL_LINEAR_MAX_M_DEFAULT; 0 sends
  * every linear with aligned output rows to cuBLAS), FK_SMALL_LINEAR_UNALIGNED_MAX_M (the same for the others, default
- * UNALIGNED_MAX_M_DEFAULT, passes of 64 tokens above 64), FK_QUANT_SMALL_MAX_M (0..256, default QUANT_SMALL_MAX_M_DEFAULT: quantized linears of up
- * to this many tokens run k_linear_quant, 16 tokens a pass; 0 dequantizes every one for cuBLAS),
+ * UNALIGNED_MAX_M_DEFAULT, passes of 64 tokens above 64), FK_QUANT_SMALL_MAX_M (0..256, default
+ * QUANT_SMALL_MAX_M_DEFAULT: quantized linears of up to this many tokens run k_linear_quant, 16 tokens a pass; 0
+ * dequantizes every one for cuBLAS),
  * FK_DEQUANT_SCRATCH_MB (1..65536, default DEQUANT_SCRATCH_MB_DEFAULT), FK_PDL (0 turns programmatic dependent launch
  * off) and FK_PREFILL_HOPPER (0 keeps prefill attention on the mma.sync kernel on a Hopper too). */
 static fk_status env_int(const char *name, int lo, int hi, int *v, fk_error *err)
