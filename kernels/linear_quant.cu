@@ -16,6 +16,7 @@
 //   that is added to the sum times the group's scale, so no weight is ever rounded: the math of the CPU's (q - z) s.
 #include "common.cuh"
 #include "kernels.h"
+#include "linear_sums.cuh"
 
 // As in linear_small.cu: the most warps a block may have, the warps per SM the launch aims for; and the k-steps a
 // batch of loads holds at one row tile and one token tile (kernels/bench times the choices).
@@ -142,12 +143,10 @@ __global__ void __launch_bounds__(32 * WARPS)
     constexpr int RT = row_tiles<EPI, NT>(), THREADS = 32 * WARPS, U = batch_steps<FMT, EPI, NT>();
     constexpr int STEP = step_k<FMT>(), MMAS = STEP / 16, XV = STEP / 32;
     constexpr int FRAG = NT * 4 * 32;                   // accumulator floats of one row tile in a warp
-    constexpr int PER = (FRAG + THREADS - 1) / THREADS; // of those, per thread in the epilogue
-    __shared__ float red[WARPS][RT][FRAG];
-    __shared__ bool last_split;
+    constexpr int PER = sums_per_thread<WARPS, NT>(); // of those, per thread in the epilogue
 
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-    const int r0 = blockIdx.x * block_rows<EPI, NT>(), split = blockIdx.y, n_splits = gridDim.y;
+    const int r0 = blockIdx.x * block_rows<EPI, NT>(), split = blockIdx.y;
     const int n_steps = (k + STEP - 1) / STEP;
     const int s_begin = split * steps_per_split, s_end = min(n_steps, s_begin + steps_per_split);
     const size_t row_bytes = FMT == K_QUANT_INT8 ? (size_t)k : (size_t)k / 2;
@@ -242,68 +241,10 @@ __global__ void __launch_bounds__(32 * WARPS)
         mma_batch(f1);
     }
 
-    // The block's warps meet: red[warp][rt][(nt * 4 + e) * 32 + lane].
-#pragma unroll
-    for (int rt = 0; rt < RT; rt++)
-#pragma unroll
-        for (int nt = 0; nt < NT; nt++)
-#pragma unroll
-            for (int e = 0; e < 4; e++)
-                red[warp][rt][(nt * 4 + e) * 32 + lane] = acc[rt][nt][e];
-    __syncthreads();
-
-    // Entry i of a row tile: accumulator e of lane l of token tile nt, i = (nt * 4 + e) * 32 + l, holding local row
-    // g(l) + 8 (e >= 2) and token nt * 8 + 2 t(l) + (e & 1).
+    // The block's (and with split-K the tile's) sums; splits other than the tile's last are done.
     float sum[RT][PER];
-#pragma unroll
-    for (int rt = 0; rt < RT; rt++)
-#pragma unroll
-        for (int q = 0; q < PER; q++) {
-            const int i = threadIdx.x + q * THREADS;
-            float v = 0;
-            if (i < FRAG)
-#pragma unroll
-                for (int wp = 0; wp < WARPS; wp++)
-                    v += red[wp][rt][i];
-            sum[rt][q] = v;
-        }
-
-    if (n_splits > 1) {
-        // partials[tile][split][rt][FRAG]; the last split of the tile to arrive adds them up in split order.
-        float *mine = partials + ((size_t)blockIdx.x * n_splits + split) * RT * FRAG;
-#pragma unroll
-        for (int rt = 0; rt < RT; rt++)
-#pragma unroll
-            for (int q = 0; q < PER; q++) {
-                const int i = threadIdx.x + q * THREADS;
-                if (i < FRAG)
-                    mine[rt * FRAG + i] = sum[rt][q];
-            }
-        __threadfence();
-        __syncthreads();
-        if (threadIdx.x == 0) {
-            last_split = atomicAdd(&counters[blockIdx.x], 1u) == (unsigned)n_splits - 1;
-            if (last_split)
-                counters[blockIdx.x] = 0; // ready for the next launch (no other split of this tile is left)
-        }
-        __syncthreads();
-        if (!last_split)
-            return;
-        __threadfence();
-        const float *all = partials + (size_t)blockIdx.x * n_splits * RT * FRAG;
-#pragma unroll
-        for (int rt = 0; rt < RT; rt++)
-#pragma unroll
-            for (int q = 0; q < PER; q++) {
-                const int i = threadIdx.x + q * THREADS;
-                float v = 0;
-                if (i < FRAG)
-                    for (int sp = 0; sp < n_splits; sp++)
-                        v += __ldcg(all + (size_t)sp * RT * FRAG + rt * FRAG + i);
-                sum[rt][q] = v;
-            }
-    }
-
+    if (!tile_sums<WARPS, RT, NT>(acc, sum, partials, counters))
+        return;
     // INT8: the row's scale times the sum of q x.
     auto scaled = [&](float v, int w_r) { return FMT == K_QUANT_INT8 ? v * __half2float(scales[w_r]) : v; };
 #pragma unroll
