@@ -142,6 +142,7 @@ const struct option cli_engine_options[CLI_ENGINE_OPTION_COUNT] = {
     {"max-model-len", required_argument, 0, CLI_ENGINE_OPTION_BASE + 5},
     {"gpu-memory-utilization", required_argument, 0, CLI_ENGINE_OPTION_BASE + 6},
     {"no-overlap", no_argument, 0, CLI_ENGINE_OPTION_BASE + 7},
+    {"no-mixed-graphs", no_argument, 0, CLI_ENGINE_OPTION_BASE + 8},
 };
 
 const char cli_engine_usage[] =
@@ -156,7 +157,9 @@ const char cli_engine_usage[] =
     "  --gpu-memory-utilization F\n"
     "                      share of GPU memory to use, weights and KV cache included (default 0.9)\n"
     "  --no-overlap        run engine steps one at a time (default: the host schedules and reports while\n"
-    "                      the GPU computes the step before; the tokens are the same)\n";
+    "                      the GPU computes the step before; the tokens are the same)\n"
+    "  --no-mixed-graphs   launch every op of steps with prefill chunks (default: on a GPU, up to 512 tokens,\n"
+    "                      the parts between attentions replay recorded graphs at a padded token count)\n";
 
 bool cli_engine_option(int opt, const char *arg, fk_engine_params *ep)
 {
@@ -169,6 +172,7 @@ bool cli_engine_option(int opt, const char *arg, fk_engine_params *ep)
     case 5: return cli_parse_int("--max-model-len", arg, 1, 1 << 24, &ep->max_model_len);
     case 6: return cli_parse_float("--gpu-memory-utilization", arg, 0.01f, 1, &ep->gpu_memory_utilization);
     case 7: ep->overlap = false; return true;
+    case 8: ep->mixed_graphs = false; return true;
     }
     return false;
 }

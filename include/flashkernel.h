@@ -156,6 +156,9 @@ typedef struct fk_engine_params {
                                  * the one before it (its tokens, events and finishes) while the device computes, so
                                  * events come one step later; the tokens are the same as with false. Steps run one
                                  * at a time anyway while a request needs the host sampler (logprobs, penalties) */
+    bool mixed_graphs;          /* steps with prefill chunks of up to 512 tokens replay recorded graphs of the layers'
+                                 * parts between attentions, at a padded token count (default true; on backends with
+                                 * graphs, not while profiling). Decode-only steps replay whole-step graphs anyway */
 } fk_engine_params;
 
 fk_engine_params fk_engine_params_default(void);
@@ -256,6 +259,9 @@ typedef struct fk_engine_stats {
     uint64_t preemptions;
     uint64_t prompt_tokens, generation_tokens; /* totals since creation */
     uint64_t steps;
+    /* Device launches the host issued (each backend op counts one, though a GEMM or a fused op may launch two
+     * kernels; a graph replay counts one), in decode-only steps and in steps with prefill chunks, and those steps */
+    uint64_t decode_launches, decode_steps, prefill_launches, prefill_steps;
     bool failed;
 } fk_engine_stats;
 

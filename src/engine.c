@@ -52,6 +52,7 @@ struct fk_engine {
     uint64_t next_id;
     uint64_t prompt_tokens, generation_tokens, steps;
     fk_step_profile profile[2]; /* FK_PROFILE_DECODE, FK_PROFILE_PREFILL (params.profile) */
+    uint64_t kind_launches[2], kind_steps[2]; /* device launches per kind of step, likewise indexed */
     /* Overlapped steps: while step N runs on the device the host reports step N-1 and then schedules N+1. */
     step_in_flight flights[2];
     int in_flight;       /* the flights[] entry on the device, -1: none */
@@ -73,7 +74,8 @@ fk_engine_params fk_engine_params_default(void)
 {
     return (fk_engine_params){.block_size = 16, .num_blocks = 0, .kv_cache_mb = 0, .gpu_memory_utilization = 0.9f,
                               .max_num_seqs = 256, .max_num_batched_tokens = 4096, .max_model_len = 0,
-                              .enable_prefix_caching = true, .overlap = true};
+                              .enable_prefix_caching = true, .overlap = true,
+                              .mixed_graphs = true};
 }
 
 fk_request_params fk_request_params_default(void)
@@ -244,7 +246,8 @@ fk_status fk_engine_create(fk_model *m, const fk_engine_params *params, fk_engin
     const model_config *c = &m->cfg;
     const int max_blocks = (p.max_model_len + p.block_size - 1) / p.block_size;
     const int max_tokens = p.max_num_batched_tokens;
-    if ((s = forward_ws_create(m, max_tokens, p.max_num_seqs, max_blocks, p.max_num_seqs, true, p.profile, &e->ws, err)) ||
+    if ((s = forward_ws_create(m, max_tokens, p.max_num_seqs, max_blocks, p.max_num_seqs, true, p.mixed_graphs,
+                               p.profile, &e->ws, err)) ||
         (s = size_kv_pool(m, &e->p, err)) ||
         (s = kv_cache_create(m->be, c->n_layers, e->p.num_blocks, p.block_size, c->n_kv_heads, c->head_dim, &e->kv,
                              err)) ||
@@ -614,6 +617,14 @@ static fk_status fail(fk_engine *e, fk_status s, fk_error *err)
     return fk_error_prefix(err, FK_ERR_DEVICE, "engine failed: ");
 }
 
+/* A step of this kind is enqueued: ws->launches was `before` when it began. */
+static void count_step(fk_engine *e, int kind, uint64_t before)
+{
+    e->steps++;
+    e->kind_steps[kind]++;
+    e->kind_launches[kind] += e->ws->launches - before;
+}
+
 fk_status fk_engine_step(fk_engine *e, fk_error *err)
 {
     if (e->failed)
@@ -628,25 +639,27 @@ fk_status fk_engine_step(fk_engine *e, fk_error *err)
     if (work->n == 0)
         return (s = drain(e, err)) ? fail(e, s, err) : FK_OK;
     const batch *b = batch_build(e->bb, work, e->p.block_size);     /* flat arrays of the KV contract */
+    const int kind = b->n_tokens == b->n_seqs ? FK_PROFILE_DECODE : FK_PROFILE_PREFILL;
+    const uint64_t launches = e->ws->launches;
     s = forward(e, b, err);                                         /* the model, on the device */
     if (overlap) {
         if (!s)
             s = launch_then_report_previous(e, work, b, start, err); /* step N-1's tokens, reported meanwhile */
         if (s)
             return fail(e, s, err);
-        e->steps++;
+        count_step(e, kind, launches);
         return FK_OK;
     }
     if (!s)
         s = sample(e, work, b, err);                                /* per-request params and RNG */
-    fk_step_profile *prof = &e->profile[b->n_tokens == b->n_seqs ? FK_PROFILE_DECODE : FK_PROFILE_PREFILL];
+    fk_step_profile *prof = &e->profile[kind];
     if (!s && e->p.profile)
         s = model_profile_take(e->model, e->ws, prof->op_s, err);
     if (s)
         return fail(e, s, err);
     scheduler_postprocess(e->sched, work);                          /* the tokens are in the cache */
     report(e, work->entries, work->n, 0, start);                    /* append, finish, free blocks, report */
-    e->steps++;
+    count_step(e, kind, launches);
     if (e->p.profile)
         prof->steps++, prof->sequences += (uint64_t)b->n_seqs, prof->wall_s += now_s() - start;
     return FK_OK;
@@ -707,6 +720,10 @@ fk_engine_stats fk_engine_get_stats(const fk_engine *e)
         .prompt_tokens = e->prompt_tokens,
         .generation_tokens = e->generation_tokens,
         .steps = e->steps,
+        .decode_launches = e->kind_launches[FK_PROFILE_DECODE],
+        .decode_steps = e->kind_steps[FK_PROFILE_DECODE],
+        .prefill_launches = e->kind_launches[FK_PROFILE_PREFILL],
+        .prefill_steps = e->kind_steps[FK_PROFILE_PREFILL],
         .failed = e->failed,
     };
 }

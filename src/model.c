@@ -196,7 +196,7 @@ fk_status fk_model_load(const char *dir, const fk_model_params *params, fk_model
     int max_logits = (int)(LOGITS_BUDGET_BYTES / ((size_t)c->vocab_size * sizeof(float)));
     max_logits = max_logits < 1 ? 1 : max_logits > max_tokens ? max_tokens : max_logits;
     int max_blocks = (c->max_context + p.kv_block_size - 1) / p.kv_block_size;
-    if ((s = forward_ws_create(m, max_tokens, 1, max_blocks, max_logits, false, false, &m->ws, err)))
+    if ((s = forward_ws_create(m, max_tokens, 1, max_blocks, max_logits, false, false, false, &m->ws, err)))
         goto fail;
     m->load_s = now_s() - t0;
     *out = m;

@@ -18,6 +18,12 @@ typedef struct forward_graph {
 
 #define FORWARD_GRAPHS 64
 
+/* Passes with prefill chunks of up to the last of these token counts run the layers' non-attention parts as
+ * recorded pieces (piecewise graphs), at the next count up; the padding rows compute what they will and store no
+ * KV. Finer where a step is mostly weight reads anyway (the counts cost about the same up to ~256 tokens). */
+#define PIECE_BUCKETS 14
+#define PIECE_BUCKET_TOKENS {16, 32, 48, 64, 80, 96, 112, 128, 192, 256, 320, 384, 448, 512}
+
 /* Device buffers for forward passes of up to max_tokens tokens, max_seqs sequences of up to max_blocks blocks,
  * and max_logits logit rows. Allocated once; nothing is allocated per pass. */
 typedef struct forward_ws {
@@ -44,6 +50,12 @@ typedef struct forward_ws {
     bool graphs;
     forward_graph graph[FORWARD_GRAPHS];
     int n_graphs;
+    /* Passes with prefill chunks (graphs and mixed_graphs, not profiling): between the attentions, piece p of
+     * layers p - 1 and p (p = 0: the embedding and layer 0 up to its attention; p = n_layers: the last layer's
+     * rest and the final norm), recorded per bucket on first use: pieces[bucket * (n_layers + 1) + p]. */
+    void **pieces;
+    bool recording;    /* a capture is under way: its ops are recorded, not launched */
+    uint64_t launches; /* backend ops (one each, though some launch two kernels) and graph launches issued */
     /* Profiling (off unless asked for): before each op of a pass, a timeline mark and the op's fk_op_class; one more
      * mark ends the pass. Every pass of the same kind marks the same sequence of ops. */
     bool profile;
@@ -63,7 +75,7 @@ struct fk_model {
 };
 
 fk_status forward_ws_create(const fk_model *m, int max_tokens, int max_seqs, int max_blocks, int max_logits,
-                            bool graphs, bool profile, forward_ws **out, fk_error *err);
+                            bool graphs, bool mixed_graphs, bool profile, forward_ws **out, fk_error *err);
 void forward_ws_free(const fk_model *m, forward_ws *ws);
 
 /* Runs the batch through the model, writing K/V into kv and the logits of b->logit_rows into ws->logits on the

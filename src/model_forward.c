@@ -9,7 +9,7 @@
 #include "model.h"
 
 fk_status forward_ws_create(const fk_model *m, int max_tokens, int max_seqs, int max_blocks, int max_logits,
-                            bool graphs, bool profile, forward_ws **out, fk_error *err)
+                            bool graphs, bool mixed_graphs, bool profile, forward_ws **out, fk_error *err)
 {
     const model_config *c = &m->cfg;
     backend *be = m->be;
@@ -24,6 +24,11 @@ fk_status forward_ws_create(const fk_model *m, int max_tokens, int max_seqs, int
     *ws = (forward_ws){.max_tokens = max_tokens, .max_seqs = max_seqs, .max_blocks = max_blocks,
                        .max_logits = max_logits, .index_cap = index_cap, .graphs = graphs && be->ops->graph_launch,
                        .profile = profile};
+    if (ws->graphs && mixed_graphs && !profile &&
+        !(ws->pieces = calloc((size_t)PIECE_BUCKETS * (c->n_layers + 1), sizeof *ws->pieces))) {
+        free(ws);
+        return fk_error_set(err, FK_ERR_OUT_OF_MEMORY, "out of memory");
+    }
     for (int i = 0; i < 2; i++) {
         struct {
             void **p;
@@ -85,6 +90,10 @@ void forward_ws_free(const fk_model *m, forward_ws *ws)
             m->be->ops->release(m->be, all[i]);
     for (int i = 0; i < ws->n_graphs; i++)
         m->be->ops->graph_destroy(m->be, ws->graph[i].graph);
+    for (int i = 0; ws->pieces && i < PIECE_BUCKETS * (m->cfg.n_layers + 1); i++)
+        if (ws->pieces[i])
+            m->be->ops->graph_destroy(m->be, ws->pieces[i]);
+    free(ws->pieces);
     for (int i = 0; i < 2; i++) {
         void *host[] = {ws->index_host[i], ws->rows_host[i], ws->tokens_host[i]};
         for (size_t j = 0; j < sizeof host / sizeof host[0]; j++)
@@ -94,24 +103,37 @@ void forward_ws_free(const fk_model *m, forward_ws *ws)
     free(ws);
 }
 
-/* Packs the batch's index arrays into one buffer (block-table rows padded to width), copies it to the device in
- * one upload, and points ws at the arrays' places in it. */
-static fk_status upload_batch(backend *be, forward_ws *ws, const batch *b, int width, fk_error *err)
+/* Packs the batch's index arrays into one buffer (ids, positions and slots padded to `padded` tokens: token 0 at
+ * position 0 with slot -1, which stores no KV; block-table rows padded to width), copies it to the device in one
+ * upload, and points ws at the arrays' places in it. */
+static fk_status upload_batch(backend *be, forward_ws *ws, const batch *b, int width, int padded, fk_error *err)
 {
+    int32_t *host = ws->index_host[ws->slot];
+    size_t at = 0;
+    struct {
+        int32_t **dev;
+        const int32_t *host;
+        int32_t pad;
+    } per_token[] = {
+        {&ws->ids, b->input_ids, 0},
+        {&ws->positions, b->positions, 0},
+        {&ws->slots, b->slot_mapping, -1},
+    };
+    for (size_t i = 0; i < sizeof per_token / sizeof per_token[0]; i++, at += (size_t)padded) {
+        memcpy(host + at, per_token[i].host, (size_t)b->n_tokens * sizeof(int32_t));
+        for (int t = b->n_tokens; t < padded; t++)
+            host[at + t] = per_token[i].pad;
+        *per_token[i].dev = ws->index_dev + at;
+    }
     struct {
         int32_t **dev;
         const int32_t *host;
         size_t n;
     } parts[] = {
-        {&ws->ids, b->input_ids, (size_t)b->n_tokens},
-        {&ws->positions, b->positions, (size_t)b->n_tokens},
-        {&ws->slots, b->slot_mapping, (size_t)b->n_tokens},
         {&ws->query_start, b->query_start, (size_t)b->n_seqs + 1},
         {&ws->context_len, b->context_len, (size_t)b->n_seqs},
         {&ws->logit_rows, b->logit_rows, (size_t)b->n_logits},
     };
-    int32_t *host = ws->index_host[ws->slot];
-    size_t at = 0;
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
         if (parts[i].n)
             memcpy(host + at, parts[i].host, parts[i].n * sizeof(int32_t));
@@ -134,9 +156,12 @@ static fk_status upload_batch(backend *be, forward_ws *ws, const batch *b, int w
     return be->ops->upload(be, ws->index_dev, host, at * sizeof(int32_t), err);
 }
 
-/* Profiling: a timeline mark before an op of class c (and, with c = FK_OP_CLASSES, after the last one). */
+/* Before an op of class c (and, with c = FK_OP_CLASSES, after the last one): counts the op as launched unless it
+ * is being recorded, and when profiling stamps a timeline mark. */
 static fk_status mark(fk_model *m, forward_ws *ws, int c, fk_error *err)
 {
+    if (c < FK_OP_CLASSES && !ws->recording)
+        ws->launches++;
     if (!ws->profile || ws->n_marks == PROF_MARKS)
         return FK_OK;
     ws->mark_class[ws->n_marks] = (uint8_t)c;
@@ -206,42 +231,69 @@ static bool all_rows_in_order(const batch *b)
     return true;
 }
 
-/* The ops of one pass, on the batch ws points at; in profiling mode each is preceded by a mark of its class. */
-static fk_status run_layers(fk_model *m, forward_ws *ws, const kv_cache *kv, const batch *b, const attn_batch *ab,
-                            fk_error *err)
+/* Layer i up to its attention, on n tokens: residual += sublayer_out (if any), normed = norm1(residual), qkv, RoPE
+ * and the KV store. */
+static fk_status layer_in(fk_model *m, forward_ws *ws, const kv_cache *kv, int i, int n, const void *sublayer_out,
+                          fk_error *err)
 {
     backend *be = m->be;
     const model_config *c = &m->cfg;
-    const model_weights *w = &m->w;
-    const int n = b->n_tokens, d = c->hidden_size, H = c->n_heads, D = c->head_dim;
-    const int qkv_dim = (H + 2 * c->n_kv_heads) * D;
+    const layer_weights *l = &m->w.layers[i];
+    const int qkv_dim = (c->n_heads + 2 * c->n_kv_heads) * c->head_dim;
     fk_status s;
-    if ((s = mark(m, ws, FK_OP_OTHER, err)) ||
-        (s = be->ops->embed(be, ws->residual, w->tok_embed, ws->ids, w->pos_embed, ws->positions, n, d, err)))
-        return s;
-    const void *sublayer_out = NULL; /* added to the residual by the next norm */
-    for (int i = 0; i < c->n_layers; i++) {
-        const layer_weights *l = &w->layers[i];
-        if ((s = add_norm(m, ws, ws->normed, ws->residual, sublayer_out, l->norm1_w, l->norm1_b, n, err)) ||
-            (s = mark(m, ws, FK_OP_LINEAR, err)) ||
-            (s = be->ops->linear(be, ws->qkv, ws->normed, &l->qkv_w, l->qkv_b, n, d, qkv_dim, err)) ||
-            (s = mark(m, ws, FK_OP_OTHER, err)) ||
-            (s = be->ops->rope_store_kv(be, ws->qkv, ws->positions, w->rope_inv_freq, ws->slots, &kv->layers[i], n,
-                                        H, err)) ||
-            (s = mark(m, ws, FK_OP_ATTENTION, err)) ||
-            (s = be->ops->attention(be, ws->attn, ws->qkv, &kv->layers[i], ab, H, attention_scale(c, i), err)) ||
-            (s = mark(m, ws, FK_OP_LINEAR, err)) ||
-            (s = be->ops->linear(be, ws->proj, ws->attn, &l->o_w, l->o_b, n, H * D, d, err)) ||
-            (s = add_norm(m, ws, ws->normed, ws->residual, ws->proj, l->norm2_w, l->norm2_b, n, err)) ||
-            (s = mlp(m, ws, l, n, err)))
-            return fk_error_prefix(err, s, "layer %d: ", i);
-        sublayer_out = ws->proj;
-    }
-    if (b->n_logits == 0)
-        return mark(m, ws, FK_OP_CLASSES, err);
-    if ((s = add_norm(m, ws, ws->normed, ws->residual, sublayer_out, w->norm_w, w->norm_b, n, err)))
-        return s;
+    if ((s = add_norm(m, ws, ws->normed, ws->residual, sublayer_out, l->norm1_w, l->norm1_b, n, err)) ||
+        (s = mark(m, ws, FK_OP_LINEAR, err)) ||
+        (s = be->ops->linear(be, ws->qkv, ws->normed, &l->qkv_w, l->qkv_b, n, c->hidden_size, qkv_dim, err)) ||
+        (s = mark(m, ws, FK_OP_OTHER, err)))
+        return fk_error_prefix(err, s, "layer %d: ", i);
+    s = be->ops->rope_store_kv(be, ws->qkv, ws->positions, m->w.rope_inv_freq, ws->slots, &kv->layers[i], n,
+                               c->n_heads, err);
+    return s ? fk_error_prefix(err, s, "layer %d: ", i) : FK_OK;
+}
+
+/* Layer i's attention, over the batch's sequences (ab: the real token count, never padded). */
+static fk_status layer_attention(fk_model *m, forward_ws *ws, const kv_cache *kv, int i, const attn_batch *ab,
+                                 fk_error *err)
+{
+    backend *be = m->be;
+    fk_status s = mark(m, ws, FK_OP_ATTENTION, err);
+    if (!s)
+        s = be->ops->attention(be, ws->attn, ws->qkv, &kv->layers[i], ab, m->cfg.n_heads, attention_scale(&m->cfg, i),
+                               err);
+    return s ? fk_error_prefix(err, s, "layer %d: ", i) : FK_OK;
+}
+
+/* Layer i after its attention, on n tokens: proj = o(attn); residual += proj, normed = norm2(residual); proj =
+ * mlp(normed) (added to the residual by the next norm). */
+static fk_status layer_out(fk_model *m, forward_ws *ws, int i, int n, fk_error *err)
+{
+    backend *be = m->be;
+    const model_config *c = &m->cfg;
+    const layer_weights *l = &m->w.layers[i];
+    const int d = c->hidden_size, hd = c->n_heads * c->head_dim;
+    fk_status s;
+    if ((s = mark(m, ws, FK_OP_LINEAR, err)) ||
+        (s = be->ops->linear(be, ws->proj, ws->attn, &l->o_w, l->o_b, n, hd, d, err)) ||
+        (s = add_norm(m, ws, ws->normed, ws->residual, ws->proj, l->norm2_w, l->norm2_b, n, err)) ||
+        (s = mlp(m, ws, l, n, err)))
+        return fk_error_prefix(err, s, "layer %d: ", i);
+    return FK_OK;
+}
+
+/* The final norm of the n rows (residual += the last layer's MLP output). */
+static fk_status final_norm(fk_model *m, forward_ws *ws, int n, fk_error *err)
+{
+    const model_weights *w = &m->w;
+    return add_norm(m, ws, ws->normed, ws->residual, m->cfg.n_layers ? ws->proj : NULL, w->norm_w, w->norm_b, n, err);
+}
+
+/* The logits of the batch's logit rows (of the final norm's output) into ws->logits. */
+static fk_status lm_head(fk_model *m, forward_ws *ws, const batch *b, fk_error *err)
+{
+    backend *be = m->be;
+    const int d = m->cfg.hidden_size;
     const void *rows = ws->normed;
+    fk_status s;
     if (!all_rows_in_order(b)) {
         if ((s = mark(m, ws, FK_OP_OTHER, err)) ||
             (s = be->ops->gather_rows(be, ws->last_normed, ws->normed, ws->logit_rows, b->n_logits, d, err)))
@@ -249,9 +301,84 @@ static fk_status run_layers(fk_model *m, forward_ws *ws, const kv_cache *kv, con
         rows = ws->last_normed;
     }
     if ((s = mark(m, ws, FK_OP_LINEAR, err)) ||
-        (s = be->ops->linear(be, ws->logits, rows, &w->lm_head, NULL, b->n_logits, d, c->vocab_size, err)))
+        (s = be->ops->linear(be, ws->logits, rows, &m->w.lm_head, NULL, b->n_logits, d, m->cfg.vocab_size, err)))
+        return s;
+    return FK_OK;
+}
+
+static fk_status embed(fk_model *m, forward_ws *ws, int n, fk_error *err)
+{
+    const model_weights *w = &m->w;
+    fk_status s = mark(m, ws, FK_OP_OTHER, err);
+    return s ? s
+             : m->be->ops->embed(m->be, ws->residual, w->tok_embed, ws->ids, w->pos_embed, ws->positions, n,
+                                 m->cfg.hidden_size, err);
+}
+
+/* The ops of one pass, on the batch ws points at; in profiling mode each is preceded by a mark of its class. */
+static fk_status run_layers(fk_model *m, forward_ws *ws, const kv_cache *kv, const batch *b, const attn_batch *ab,
+                            fk_error *err)
+{
+    const int n = b->n_tokens;
+    fk_status s = embed(m, ws, n, err);
+    for (int i = 0; !s && i < m->cfg.n_layers; i++)
+        if (!(s = layer_in(m, ws, kv, i, n, i ? ws->proj : NULL, err)) &&
+            !(s = layer_attention(m, ws, kv, i, ab, err)))
+            s = layer_out(m, ws, i, n, err);
+    if (s)
+        return s;
+    if (b->n_logits && ((s = final_norm(m, ws, n, err)) || (s = lm_head(m, ws, b, err))))
         return s;
     return mark(m, ws, FK_OP_CLASSES, err);
+}
+
+/* Piece p of a pass on n (padded) tokens: what lies between attention p - 1 and attention p. */
+static fk_status piece_ops(fk_model *m, forward_ws *ws, const kv_cache *kv, int p, int n, fk_error *err)
+{
+    const int L = m->cfg.n_layers;
+    fk_status s = p == 0 ? embed(m, ws, n, err) : layer_out(m, ws, p - 1, n, err);
+    if (s)
+        return s;
+    return p < L ? layer_in(m, ws, kv, p, n, p ? ws->proj : NULL, err) : final_norm(m, ws, n, err);
+}
+
+/* Ends the capture begun before the ops that returned `ran`: *graph, or NULL and the first error. */
+static fk_status capture_finish(backend *be, forward_ws *ws, fk_status ran, void **graph, fk_error *err)
+{
+    fk_error end_err = {0};
+    ws->recording = false;
+    fk_status s = be->ops->capture_end(be, graph, &end_err); /* always: the stream leaves capture mode */
+    if (ran || s) {
+        if (*graph)
+            be->ops->graph_destroy(be, *graph);
+        *graph = NULL;
+        return ran ? ran : fk_error_set(err, s, "%s", end_err.message);
+    }
+    return FK_OK;
+}
+
+/* A pass with prefill chunks on `padded` tokens (bucket's count): the pieces from their graphs (each recorded on
+ * first use), the attentions between them and the head as ops. */
+static fk_status run_pieces(fk_model *m, forward_ws *ws, const kv_cache *kv, const batch *b, const attn_batch *ab,
+                            int bucket, int padded, fk_error *err)
+{
+    backend *be = m->be;
+    const int L = m->cfg.n_layers;
+    fk_status s;
+    for (int p = 0; p <= L; p++) {
+        void **graph = &ws->pieces[(size_t)bucket * (L + 1) + p];
+        if (!*graph) {
+            if ((s = be->ops->capture_begin(be, err)))
+                return s;
+            ws->recording = true;
+            if ((s = capture_finish(be, ws, piece_ops(m, ws, kv, p, padded, err), graph, err)))
+                return s;
+        }
+        ws->launches++;
+        if ((s = be->ops->graph_launch(be, *graph, err)) || (p < L && (s = layer_attention(m, ws, kv, p, ab, err))))
+            return s;
+    }
+    return b->n_logits ? lm_head(m, ws, b, err) : FK_OK;
 }
 
 /* A decode pass of n_seqs sequences over width-block tables, from the cache or recorded now; NULL when the cache is
@@ -272,15 +399,9 @@ static fk_status decode_graph(fk_model *m, forward_ws *ws, const kv_cache *kv, c
     fk_status s = be->ops->capture_begin(be, err);
     if (s)
         return s;
-    fk_status ran = run_layers(m, ws, kv, b, ab, err);
-    fk_error end_err = {0};
-    s = be->ops->capture_end(be, graph, &end_err); /* always: the stream leaves capture mode */
-    if (ran || s) {
-        if (*graph)
-            be->ops->graph_destroy(be, *graph);
-        *graph = NULL;
-        return ran ? ran : fk_error_set(err, s, "%s", end_err.message);
-    }
+    ws->recording = true;
+    if ((s = capture_finish(be, ws, run_layers(m, ws, kv, b, ab, err), graph, err)))
+        return s;
     ws->graph[ws->n_graphs++] =
         (forward_graph){.n_seqs = b->n_seqs, .width = ab->max_blocks, .graph = *graph, .n_marks = ws->n_marks};
     return FK_OK;
@@ -295,6 +416,20 @@ static int padded_width(int max_blocks, int limit)
     return w < limit ? w : limit;
 }
 
+/* The piece bucket of a pass with prefill chunks of n tokens, and its padded token count; -1 when it has none
+ * (pieces off, or more tokens than the largest bucket). */
+static int piece_bucket(const forward_ws *ws, int n, int *padded)
+{
+    static const int tokens[PIECE_BUCKETS] = PIECE_BUCKET_TOKENS;
+    for (int i = 0; ws->pieces && i < PIECE_BUCKETS; i++)
+        if (n <= tokens[i]) {
+            *padded = tokens[i] < ws->max_tokens ? tokens[i] : ws->max_tokens;
+            return i;
+        }
+    *padded = n;
+    return -1;
+}
+
 fk_status model_forward(fk_model *m, forward_ws *ws, const kv_cache *kv, const batch *b, fk_error *err)
 {
     fk_status s = check_fits(ws, b, err);
@@ -302,8 +437,11 @@ fk_status model_forward(fk_model *m, forward_ws *ws, const kv_cache *kv, const b
         return s;
     ws->n_marks = 0;
     /* A decode pass (one token per sequence) is replayed from a graph: its launches depend only on the number of
-     * sequences and the padded block-table width, which also bounds the context the attention plans for. */
+     * sequences and the padded block-table width, which also bounds the context the attention plans for. Other
+     * passes run their pieces from graphs at a padded token count, their attentions as ops. */
     const bool graphed = ws->graphs && b->n_tokens == b->n_seqs && b->n_logits == b->n_seqs;
+    int padded = b->n_tokens;
+    const int bucket = graphed ? -1 : piece_bucket(ws, b->n_tokens, &padded);
     const int width = graphed ? padded_width(b->max_blocks, ws->max_blocks) : b->max_blocks;
     int max_context = 0;
     for (int i = 0; i < b->n_seqs; i++)
@@ -314,10 +452,14 @@ fk_status model_forward(fk_model *m, forward_ws *ws, const kv_cache *kv, const b
      * the device copies from them when it gets there, not when the copy is enqueued. A fetch of nothing records
      * the slot's event after this pass's upload, for the pass that uses the slot next. */
     ws->slot ^= 1;
-    if ((s = m->be->ops->fetch_wait(m->be, ws->slot, err)) || (s = upload_batch(m->be, ws, b, width, err)) ||
-        (s = m->be->ops->fetch_begin(m->be, NULL, NULL, 0, ws->slot, err)) ||
-        (b->n_fill && (s = m->be->ops->fill_ids(m->be, ws->ids, ws->fill_dst, ws->tokens, ws->fill_src, b->n_fill, err))))
+    if ((s = m->be->ops->fetch_wait(m->be, ws->slot, err)) || (s = upload_batch(m->be, ws, b, width, padded, err)) ||
+        (s = m->be->ops->fetch_begin(m->be, NULL, NULL, 0, ws->slot, err)))
         return s;
+    if (b->n_fill) {
+        ws->launches++;
+        if ((s = m->be->ops->fill_ids(m->be, ws->ids, ws->fill_dst, ws->tokens, ws->fill_src, b->n_fill, err)))
+            return s;
+    }
     const attn_batch ab = {.n_tokens = b->n_tokens,
                            .n_seqs = b->n_seqs,
                            .query_start = ws->query_start,
@@ -328,10 +470,15 @@ fk_status model_forward(fk_model *m, forward_ws *ws, const kv_cache *kv, const b
                            .context_len_host = b->context_len,
                            .max_context = max_context,
                            .scratch = ws->attn_scratch};
+    if (bucket >= 0)
+        return run_pieces(m, ws, kv, b, &ab, bucket, padded, err);
     void *graph = NULL;
     if (graphed && (s = decode_graph(m, ws, kv, b, &ab, &graph, err)))
         return s;
-    return graph ? m->be->ops->graph_launch(m->be, graph, err) : run_layers(m, ws, kv, b, &ab, err);
+    if (!graph)
+        return run_layers(m, ws, kv, b, &ab, err);
+    ws->launches++;
+    return m->be->ops->graph_launch(m->be, graph, err);
 }
 
 fk_status model_fetch_logits(fk_model *m, forward_ws *ws, int n_rows, float *logits, fk_error *err)

@@ -15,8 +15,9 @@ static void usage(FILE *f)
             "\n"
             "Submits N requests of P random token ids (the first K the same in all) at once, generates M tokens\n"
             "each (greedy, end-of-sequence ignored) and prints requests, steps, tokens/s and the prefix-cache hit\n"
-            "rate. First W requests (default 1) of the same shape run untimed, so that one-time costs (loading\n"
-            "kernels, library set-up, recording the first decode graphs) stay out of the numbers.\n"
+            "rate, and the device launches per step the host issued (backend ops and graph replays). First W\n"
+            "requests (default 1) of the same shape run untimed, so that one-time costs (loading kernels, library\n"
+            "set-up, recording the first graphs) stay out of the numbers.\n"
             "--profile times every op of the timed steps (device events around each op on a GPU, wall time on the\n"
             "CPU) and prints, for decode steps and for steps with prefill chunks, the time per step of each op class\n"
             "(linears, attention, norms, sampling, other kernels) and of the host (the rest of the step's wall\n"
@@ -164,6 +165,8 @@ int cmd_bench_engine(int argc, char **argv)
     st.steps -= before.steps, st.prompt_tokens -= before.prompt_tokens;
     st.generation_tokens -= before.generation_tokens, st.preemptions -= before.preemptions;
     st.prefix_hit_tokens -= before.prefix_hit_tokens, st.prefix_query_tokens -= before.prefix_query_tokens;
+    st.decode_launches -= before.decode_launches, st.decode_steps -= before.decode_steps;
+    st.prefill_launches -= before.prefill_launches, st.prefill_steps -= before.prefill_steps;
     char weights[128];
     cli_describe_weights(m, weights, sizeof weights);
     printf("device            %s\n", fk_model_get_info(m).device);
@@ -179,6 +182,10 @@ int cmd_bench_engine(int argc, char **argv)
            st.prefix_query_tokens ? 100.0 * st.prefix_hit_tokens / st.prefix_query_tokens : 0.0,
            (unsigned long long)st.prefix_hit_tokens, (unsigned long long)st.prefix_query_tokens);
     printf("preemptions       %llu\n", (unsigned long long)st.preemptions);
+    printf("launches per step %.1f in %llu decode steps, %.1f in %llu steps with prefill chunks\n",
+           st.decode_steps ? (double)st.decode_launches / st.decode_steps : 0.0, (unsigned long long)st.decode_steps,
+           st.prefill_steps ? (double)st.prefill_launches / st.prefill_steps : 0.0,
+           (unsigned long long)st.prefill_steps);
     if (ep.profile) { /* the timed steps alone */
         fk_step_profile prof[2];
         fk_engine_get_profile(e, prof);
