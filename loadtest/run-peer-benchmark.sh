@@ -18,7 +18,11 @@
 #   llama.cpp (convert_hf_to_gguf.py --outtype f16). The model should emit only valid UTF-8 (see
 #   ../shared/peers/make_bench_model_ascii.py): llama-server's stream fails on a token that is not.
 # FK_STEPS (default "closed open capture") picks the parts; FK_SERVERS (default "flashkernel llama") the servers;
-# FK_BENCH_DEVICE=cpu and FK_MAX_MODEL_LEN (default 4096) only to try the script on a CPU with the demo model.
+# FK_CONCURRENCY (default "1 16 64 256") and FK_LONG_CONCURRENCY (default "64") the closed loop's levels at 128/128
+# and at 1,024/256; FK_ROUNDS (default 2) the requests per client at each level (at least 16 at 128/128, 4 at
+# 1,024/256); LLAMA_ENDPOINTS (default "completions llama") llama-server's endpoints in the closed loop (a larger
+# model: one is enough, the other doubles its time); FK_BENCH_DEVICE=cpu and FK_MAX_MODEL_LEN (default 4096) only
+# to try the script on a CPU with the demo model.
 set -euo pipefail
 if [ $# -ne 6 ]; then
     sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2
@@ -28,6 +32,12 @@ SERVER=$1 LOADTEST=$2 LLAMA=$3 MODEL=$4 GGUF=$5 OUT=$6
 STEPS=${FK_STEPS:-closed open capture}
 SERVERS=${FK_SERVERS:-flashkernel llama}
 FK_RATES=${FK_RATES:-20,60,120,180,240,300}
+LEVELS=${FK_CONCURRENCY:-1 16 64 256}
+LONG_LEVELS=${FK_LONG_CONCURRENCY:-64}
+ROUNDS=${FK_ROUNDS:-2}
+short_requests() { local r=$(($1 * ROUNDS)); echo $((r < 16 ? 16 : r)); }
+long_requests() { local r=$(($1 * ROUNDS)); echo $((r < 4 ? 4 : r)); }
+join() { tr ' ' ',' <<<"$*"; }
 LLAMA_RATES=${LLAMA_RATES:-2,5,10,15,20,30}
 mkdir -p "$OUT"
 LOG="$OUT/benchmark.txt"
@@ -96,26 +106,35 @@ warm_up() { # ENDPOINT CONCURRENCY...: not recorded (graph captures, allocator g
 
 for name in $SERVERS; do
     eps=completions
-    [ "$name" = llama ] && eps="completions llama"
+    [ "$name" = llama ] && eps=${LLAMA_ENDPOINTS:-completions llama}
     first=${eps%% *}
     case " $STEPS " in *" closed "*)
         if [ "$name" = flashkernel ]; then
             start "$name"
             warm_up "$first" 1 16 256
-            lt "$name" "$first" p128-o128 --concurrency 1,16,64,256 --requests 16,32,128,512 --prompt-len 128 \
-                --max-tokens 128
-            lt "$name" "$first" p1024-o256 --concurrency 64 --requests 128 --prompt-len 1024 --max-tokens 256
+            reqs=() long_reqs=()
+            for c in $LEVELS; do reqs+=("$(short_requests "$c")"); done
+            for c in $LONG_LEVELS; do long_reqs+=("$(long_requests "$c")"); done
+            lt "$name" "$first" p128-o128 --concurrency "$(join "$LEVELS")" --requests "$(join "${reqs[@]}")" \
+                --prompt-len 128 --max-tokens 128
+            lt "$name" "$first" p1024-o256 --concurrency "$(join "$LONG_LEVELS")" --requests "$(join "${long_reqs[@]}")" \
+                --prompt-len 1024 --max-tokens 256
             stop
         else
-            for c in 1 16 64 256; do
-                start "$name" $c
-                warm_up "$first" $c
-                for ep in $eps; do
-                    lt "$name" "$ep" p128-o128-c$c --concurrency $c --requests $((c < 8 ? 16 : 2 * c)) \
-                        --prompt-len 128 --max-tokens 128
-                done
-                [ $c = 64 ] && lt "$name" "$first" p1024-o256 --concurrency 64 --requests 128 --prompt-len 1024 \
-                    --max-tokens 256
+            # shellcheck disable=SC2086 # the lists split into their levels
+            for c in $(printf '%s\n' $LEVELS $LONG_LEVELS | sort -nu); do
+                start "$name" "$c"
+                warm_up "$first" "$c"
+                if [[ " $LEVELS " == *" $c "* ]]; then
+                    for ep in $eps; do
+                        lt "$name" "$ep" "p128-o128-c$c" --concurrency "$c" --requests "$(short_requests "$c")" \
+                            --prompt-len 128 --max-tokens 128
+                    done
+                fi
+                if [[ " $LONG_LEVELS " == *" $c "* ]]; then
+                    lt "$name" "$first" "p1024-o256-c$c" --concurrency "$c" --requests "$(long_requests "$c")" \
+                        --prompt-len 1024 --max-tokens 256
+                fi
                 stop
             done
         fi ;;

@@ -4,7 +4,7 @@
 # copied to .peers for the peer steps).
 #   tests/gpu/run-on-device.sh [test] [sanitize] [bench] [quant] [profile] [server] [serving] [llamacpp-start]
 #                              [llamacpp] [serving-peers] [sched-sweep] [kernels] [kernels-ncu] [kernels-peers]
-#                              [kernels-compile]
+#                              [kernels-compile] [bench-8b-prep] [serving-8b]
 #                              (default: test sanitize bench server)
 #   test:     build natively (sm_90a) and as compute_75 PTX only (the T4 path, JIT-compiled by the driver) and run
 #             the gpu suite on both
@@ -29,6 +29,10 @@
 #             flashkernel-server and llama-server in turn, the same load tester for both (loadtest/run-peer-benchmark.sh:
 #             closed loop 1-256 clients, 1,024/256 at 64, a --rate sweep, llama-server's raw answers); $OUT/serving-peers.
 #             FK_STEPS / FK_SERVERS narrow it (see the script)
+#   bench-8b-prep: bench-8b (loadtest/make_bench_8b.py: Llama-3-8B dims, GPT-2 vocabulary, ASCII-only head) and its
+#             f16 GGUF (needs llama.cpp's source unpacked: llamacpp-start first); serving-8b: both servers on it
+#             (run-peer-benchmark.sh closed loop: 1-256 clients at 128/128, 1-64 at 1,024/256, one request per client,
+#             llama-server's /v1/completions only); $OUT/serving-8b.{tgz,txt,png}
 #   sched-sweep: flashkernel-server on bench-1b at --max-num-batched-tokens 512 .. 8192 (loadtest/run-sched-sweep.sh:
 #             closed loop, 256 and 64 clients at 128/128, 64 at 1,024/256; FK_SWEEP_TOKENS / FK_SWEEP_SHAPES change
 #             them): output tokens/s, TTFT and ITL per value, to choose the default (issue 14). The table in the
@@ -248,6 +252,38 @@ case " $steps " in *" serving-peers "*)
             --title "bench-1b-ascii on an H100, 128/128 streamed, Poisson arrivals (at most 256 in flight)" >>"$out/plot.log" 2>&1 || note "plot (rates): FAILED"
         # few files come back from the device: the results in one archive, the pictures and the log beside it
         (cd $d && tar czf ../serving-peers.tgz --exclude='server-*.log' . && mv serving-peers*.png benchmark.txt .. && cd .. && rm -rf serving-peers)
+    else
+        note "llama.cpp: build not finished or failed ($(cat $l/done 2>/dev/null); $(tail -3 /tmp/llama-build.log 2>/dev/null | tr '\n' ' '))"
+    fi ;;
+esac
+
+case " $steps " in *" bench-8b-prep "*|*" serving-8b "*)
+    # bench-8b (loadtest/make_bench_8b.py, ~16 GB) and its GGUF; the converter needs only llama.cpp's unpacked source
+    [ -f /tmp/bench-8b/model.safetensors.index.json ] || python3 loadtest/make_bench_8b.py /tmp/bench-8b \
+        tests/fixtures/tokenizers/gpt2/tokenizer.json >"$out/make-bench-8b.log" 2>&1 || note "make bench-8b: FAILED"
+    for i in $(seq 1 60); do [ -f /tmp/llama.cpp/convert_hf_to_gguf.py ] && break; sleep 2; done
+    [ -f /tmp/b8b-f16.gguf ] || PYTHONPATH=/tmp/llama.cpp/gguf-py python3 /tmp/llama.cpp/convert_hf_to_gguf.py \
+        /tmp/bench-8b --outtype f16 --outfile /tmp/b8b-f16.gguf >"$out/convert-8b.log" 2>&1 || note "convert bench-8b: FAILED"
+    note "bench-8b: $(tail -1 "$out/make-bench-8b.log" 2>/dev/null); gguf $(du -h /tmp/b8b-f16.gguf 2>/dev/null | cut -f1)" ;;
+esac
+
+case " $steps " in *" serving-8b "*)
+    [ -x /tmp/fk-native/loadtest/flashkernel-loadtest ] || build native sm_90a
+    for i in $(seq 1 110); do [ -f /tmp/llama.cpp/done ] && break; sleep 5; done
+    l=/tmp/llama.cpp d=$dest/serving-8b
+    if [ "$(cat $l/done 2>/dev/null)" = 0 ]; then
+        mkdir -p "$d"
+        FK_STEPS=${FK_STEPS:-closed} FK_CONCURRENCY="1 16 64 256" FK_LONG_CONCURRENCY="1 16 64" FK_ROUNDS=1 \
+            LLAMA_ENDPOINTS=completions loadtest/run-peer-benchmark.sh /tmp/fk-native/server/flashkernel-server \
+            /tmp/fk-native/loadtest/flashkernel-loadtest $l/build/bin/llama-server /tmp/bench-8b /tmp/b8b-f16.gguf "$d" \
+            >"$out/serving-8b.log" 2>&1 || note "run-peer-benchmark.sh (8b): FAILED ($(tail -3 "$out/serving-8b.log" | tr '\n' ' '))"
+        grep -E "^\\$|^ *[0-9]+ " "$d/benchmark.txt" | tee -a "$summary"
+        labels="flashkernel-server /v1/completions"
+        for f in "$d"/llama-completions-p128-o128-c*.json; do labels="$labels,llama-server /v1/completions"; done
+        python3 loadtest/plot.py "$d/flashkernel-completions-p128-o128.json" "$d"/llama-completions-p128-o128-c*.json \
+            --labels "$labels" --out "$d/serving-8b.png" \
+            --title "bench-8b on an H100, 128/128 streamed, closed loop (llama-server: -np = clients)" >>"$out/plot.log" 2>&1 || note "plot (8b): FAILED"
+        (cd "$d" && tar czf ../serving-8b.tgz --exclude='server-*.log' . && mv serving-8b.png ../ && cp benchmark.txt ../serving-8b.txt && cd .. && rm -rf serving-8b)
     else
         note "llama.cpp: build not finished or failed ($(cat $l/done 2>/dev/null); $(tail -3 /tmp/llama-build.log 2>/dev/null | tr '\n' ' '))"
     fi ;;
