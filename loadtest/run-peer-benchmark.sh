@@ -94,12 +94,16 @@ lt() {
     [ "$rc" = 0 ] || say "# warning: flashkernel-loadtest exited with status $rc (1: some requests failed)"
 }
 
-warm_up() { # ENDPOINT CONCURRENCY...: not recorded (graph captures, allocator growth, llama-server's first batches)
-    local ep=$1 c
-    shift
+# warm_up ENDPOINT PROMPT MAX_TOKENS CONCURRENCY...: one untimed round (as many requests as clients) of the load at
+# each level, not recorded. flashkernel-server records a CUDA graph per decode batch size and per prefill bucket the
+# first time it meets one, which a short timed level would otherwise pay for (a server that has run a while has
+# them); llama-server gets the same rounds (its first batches, allocator growth).
+warm_up() {
+    local ep=$1 prompt=$2 tokens=$3 c
+    shift 3
     for c in "$@"; do
         "$LOADTEST" --url "http://127.0.0.1:$PORT" --endpoint "$ep" --concurrency "$c" --requests "$c" \
-            --prompt-len 128 --max-tokens 16 --ignore-eos --stream --seed 2 --timeout 300 >/dev/null 2>&1 ||
+            --prompt-len "$prompt" --max-tokens "$tokens" --ignore-eos --stream --seed 2 --timeout 300 >/dev/null 2>&1 ||
             say "# warning: the warm-up at $c failed"
     done
 }
@@ -111,7 +115,10 @@ for name in $SERVERS; do
     case " $STEPS " in *" closed "*)
         if [ "$name" = flashkernel ]; then
             start "$name"
-            warm_up "$first" 1 16 256
+            # shellcheck disable=SC2086 # the lists split into their levels
+            warm_up "$first" 128 128 $LEVELS
+            # shellcheck disable=SC2086
+            warm_up "$first" 1024 256 $LONG_LEVELS
             reqs=() long_reqs=()
             for c in $LEVELS; do reqs+=("$(short_requests "$c")"); done
             for c in $LONG_LEVELS; do long_reqs+=("$(long_requests "$c")"); done
@@ -124,7 +131,8 @@ for name in $SERVERS; do
             # shellcheck disable=SC2086 # the lists split into their levels
             for c in $(printf '%s\n' $LEVELS $LONG_LEVELS | sort -nu); do
                 start "$name" "$c"
-                warm_up "$first" "$c"
+                [[ " $LEVELS " == *" $c "* ]] && warm_up "$first" 128 128 "$c"
+                [[ " $LONG_LEVELS " == *" $c "* ]] && warm_up "$first" 1024 256 "$c"
                 if [[ " $LEVELS " == *" $c "* ]]; then
                     for ep in $eps; do
                         lt "$name" "$ep" "p128-o128-c$c" --concurrency "$c" --requests "$(short_requests "$c")" \
@@ -141,7 +149,7 @@ for name in $SERVERS; do
     esac
     case " $STEPS " in *" open "*|*" capture "*) ;; *) continue ;; esac
     start "$name"
-    warm_up "$first" 1 16 256
+    warm_up "$first" 128 128 1 16 256
     case " $STEPS " in *" open "*)
         rates=$FK_RATES
         [ "$name" = llama ] && rates=$LLAMA_RATES

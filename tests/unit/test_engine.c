@@ -349,13 +349,14 @@ static void test_reference_greedy_through_engine(void **state)
             engine_free(e);
         }
         /* Per step with prefill chunks, eagerly: the embedding, ~8 ops per layer, the head, sampling. Replayed: a
-         * graph between attentions (layers + 1), the attentions, at most fill, gather, head and sampling. */
+         * graph between attentions (layers + 1), the attentions, at most fill, gather, head and sampling: 7 of 20
+         * for these 2-layer models; the 700-token prompt's step is above the largest bucket and runs every op. */
         const int layers = fk_model_get_info(m).n_layers;
         printf("%s: launches per step with prefill chunks: %.1f with graphs, %.1f without\n", fixtures[f],
                per_step[1], per_step[0]);
         assert_true(per_step[0] >= 7.0 * layers);
         if (test_device() == FK_DEVICE_CUDA)
-            assert_true(per_step[1] <= 2.0 * layers + 5);
+            assert_true(per_step[1] <= 0.6 * per_step[0]);
         else
             assert_true(per_step[1] == per_step[0]);
         fk_model_free(m);
