@@ -21,7 +21,8 @@
 # FK_CONCURRENCY (default "1 16 64 256") and FK_LONG_CONCURRENCY (default "64") the closed loop's levels at 128/128
 # and at 1,024/256; FK_ROUNDS (default 2) the requests per client at each level (at least 16 at 128/128, 4 at
 # 1,024/256); LLAMA_ENDPOINTS (default "completions llama") llama-server's endpoints in the closed loop (a larger
-# model: one is enough, the other doubles its time); FK_BENCH_DEVICE=cpu and FK_MAX_MODEL_LEN (default 4096) only
+# model: one is enough, the other doubles its time); FK_SERVER_ARGS flashkernel-server's extra flags (an A/B such as
+# --no-mixed-graphs); FK_BENCH_DEVICE=cpu and FK_MAX_MODEL_LEN (default 4096) only
 # to try the script on a CPU with the demo model.
 set -euo pipefail
 if [ $# -ne 6 ]; then
@@ -61,6 +62,8 @@ start() {
     if [ "$name" = flashkernel ]; then
         cmd=("$SERVER" --device "${FK_BENCH_DEVICE:-cuda}" --model "$MODEL" --port "$PORT" --max-connections-per-ip 1024
             --max-model-len "${FK_MAX_MODEL_LEN:-4096}")
+        # shellcheck disable=SC2206 # FK_SERVER_ARGS splits into its flags
+        [ -n "${FK_SERVER_ARGS:-}" ] && cmd+=(${FK_SERVER_ARGS})
     else
         # 256 slots of 1,536 tokens (a 1,024 + 256 request fits one); flash attention, every layer on the GPU
         cmd=("$LLAMA" -m "$GGUF" -ngl 99 -fa on -np "$np" -c $((np * 1536)) --host 127.0.0.1 --port "$PORT")
