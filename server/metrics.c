@@ -164,6 +164,21 @@ char *metrics_format(const metrics *m, const metrics_gauges *g, const char *mode
     put(&t, "flashkernel_kv_blocks{%s,state=\"used\"} %d\n", label, e->blocks_used);
     put(&t, "flashkernel_kv_blocks{%s,state=\"cached\"} %d\n", label, e->blocks_cached);
     put(&t, "flashkernel_kv_blocks{%s,state=\"free\"} %d\n", label, e->blocks_free);
+    /* Engine steps and the device launches the host issued for them (backend ops and graph replays), by kind of
+     * step: "decode" (one token per sequence) and "prefill" (steps with prefill chunks). */
+    const struct {
+        const char *kind;
+        uint64_t steps, launches;
+    } kinds[] = {{"decode", e->decode_steps, e->decode_launches}, {"prefill", e->prefill_steps, e->prefill_launches}};
+    header(&t, "flashkernel_engine_steps_total", "counter", "Engine steps by kind (decode, or with prefill chunks).");
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+        put(&t, "flashkernel_engine_steps_total{%s,kind=\"%s\"} %llu\n", label, kinds[i].kind,
+            (unsigned long long)kinds[i].steps);
+    header(&t, "flashkernel_device_launches_total", "counter",
+           "Device launches the host issued (backend ops and graph replays) by kind of step.");
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+        put(&t, "flashkernel_device_launches_total{%s,kind=\"%s\"} %llu\n", label, kinds[i].kind,
+            (unsigned long long)kinds[i].launches);
     gauge(&t, label, "flashkernel_engine_failed", "1 once the engine has failed (device error).", e->failed);
     if (t.failed) {
         free(t.s);

@@ -50,6 +50,14 @@ done
 expect_idle "after 64 streams"
 [ "$(metric 'vllm:request_success_total{model_name="demo-model",finished_reason="length"}')" -ge 64 ] ||
     fail "finished requests not counted"
+# 64 requests of 32 tokens: each has its prompt in a step with prefill chunks, then 31 decode steps at least;
+# every step issues at least one launch.
+steps() { metric "flashkernel_engine_steps_total{model_name=\"demo-model\",kind=\"$1\"}"; }
+launches() { metric "flashkernel_device_launches_total{model_name=\"demo-model\",kind=\"$1\"}"; }
+[ "$(steps decode)" -ge $((TOKENS - 1)) ] && [ "$(steps prefill)" -ge 1 ] ||
+    fail "engine steps not counted: decode $(steps decode), prefill $(steps prefill)"
+[ "$(launches decode)" -ge "$(steps decode)" ] && [ "$(launches prefill)" -ge "$(steps prefill)" ] ||
+    fail "launches not counted: decode $(launches decode) in $(steps decode) steps, prefill $(launches prefill) in $(steps prefill)"
 
 note "100 concurrent requests, 10 of them cancelled"
 pids=""
@@ -115,6 +123,10 @@ echo "blocks back after $t s"
 expect_healthy "after row 35"
 stop_server
 
+# The next part's reference first: while it runs, the long request below would be using up its 1,500 tokens.
+reference "HAMLET:" 8 >"$WORK/hamlet.json"
+jq -j .text "$WORK/hamlet.json" >"$WORK/hamlet.txt"
+
 note "row 36: clients that leave while queued are never scheduled"
 start_server queued --max-num-seqs 1 --sse-ping-interval 0.5
 curl -sSN "$BASE/generate" -d '{"prompt":"ROMEO:","max_tokens":1500,"ignore_eos":true,"stream":true}' \
@@ -148,13 +160,11 @@ done
 [ "$(grep -c ' 0 completion tokens .* finish cancel' "$LOG")" = 2 ] || fail "row 36: cancellations not logged"
 
 note "a queued stream gets keep-alive comments, then its tokens"
-reference "HAMLET:" 8 >"$WORK/hamlet.json"
-jq -j .text "$WORK/hamlet.json" >"$WORK/hamlet.txt"
 curl -sSN "$BASE/generate" -d '{"prompt":"HAMLET:","max_tokens":8,"stream":true}' >"$WORK/q3.txt" &
 q3=$!
 sleep 1.5
 grep -qx ': ping' "$WORK/q3.txt" || fail "no keep-alive comment on a waiting stream: $(cat "$WORK/q3.txt")"
-kill "$long"
+kill "$long" 2>/dev/null || true # on a fast machine it may have finished its 1,500 tokens already
 wait "$q3"
 sse_text "$WORK/q3.txt" | cmp -s - "$WORK/hamlet.txt" || fail "the queued stream: $(cat "$WORK/q3.txt")"
 wait "$long" 2>/dev/null || true

@@ -72,7 +72,8 @@ static void test_names_and_gauges(void **state)
     const metrics_gauges g = {
         .engine = {.running = 3, .waiting = 2, .blocks_total = 200, .blocks_used = 50, .blocks_free = 140,
                    .blocks_cached = 10, .prefix_query_tokens = 1000, .prefix_hit_tokens = 400, .preemptions = 5,
-                   .prompt_tokens = 1234, .generation_tokens = 5678},
+                   .prompt_tokens = 1234, .generation_tokens = 5678, .decode_steps = 90, .decode_launches = 270,
+                   .prefill_steps = 7, .prefill_launches = 700},
         .pending = 4,
     };
     char *text = format(&m, &g, "m");
@@ -91,6 +92,11 @@ static void test_names_and_gauges(void **state)
     expect_line(text, "flashkernel_kv_blocks{model_name=\"m\",state=\"used\"} 50");
     expect_line(text, "flashkernel_kv_blocks{model_name=\"m\",state=\"cached\"} 10");
     expect_line(text, "flashkernel_kv_blocks{model_name=\"m\",state=\"free\"} 140");
+    expect_line(text, "flashkernel_engine_steps_total{model_name=\"m\",kind=\"decode\"} 90");
+    expect_line(text, "flashkernel_engine_steps_total{model_name=\"m\",kind=\"prefill\"} 7");
+    expect_line(text, "flashkernel_device_launches_total{model_name=\"m\",kind=\"decode\"} 270");
+    expect_line(text, "flashkernel_device_launches_total{model_name=\"m\",kind=\"prefill\"} 700");
+    expect_line(text, "# TYPE flashkernel_device_launches_total counter");
     expect_line(text, "# TYPE vllm:prompt_tokens_total counter");
     expect_line(text, "# TYPE vllm:kv_cache_usage_perc gauge");
     expect_line(text, "# TYPE vllm:e2e_request_latency_seconds histogram");
