@@ -97,6 +97,25 @@ lt() {
     [ "$rc" = 0 ] || say "# warning: flashkernel-loadtest exited with status $rc (1: some requests failed)"
 }
 
+# step_counts: flashkernel-server's engine steps and device launches so far (its /metrics), as "decode_steps
+# decode_launches prefill_steps prefill_launches"; launches_since BEFORE: the launches per step since then, logged.
+step_counts() {
+    { exec 4<>"/dev/tcp/127.0.0.1/$PORT"; } 2>/dev/null || { echo "0 0 0 0"; return; }
+    printf 'GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n' >&4
+    awk '/^flashkernel_(engine_steps|device_launches)_total\{/ {
+            k = ($1 ~ /engine_steps/ ? "s" : "l") ($1 ~ /kind="decode"/ ? "d" : "p"); v[k] = $2 }
+        END { printf "%d %d %d %d\n", v["sd"], v["ld"], v["sp"], v["lp"] }' <&4
+    exec 4<&-
+}
+launches_since() {
+    local b a
+    read -ra b <<<"$1"
+    read -ra a <<<"$(step_counts)"
+    say "# launches per step: $(awk -v ds=$((a[0] - b[0])) -v dl=$((a[1] - b[1])) -v ps=$((a[2] - b[2])) \
+        -v pl=$((a[3] - b[3])) 'BEGIN { printf "%.1f in %d decode steps, %.1f in %d steps with prefill chunks",
+        ds ? dl / ds : 0, ds, ps ? pl / ps : 0, ps }')"
+}
+
 # warm_up ENDPOINT PROMPT MAX_TOKENS CONCURRENCY...: one untimed round (as many requests as clients) of the load at
 # each level, not recorded. flashkernel-server records a CUDA graph per decode batch size and per prefill bucket the
 # first time it meets one, which a short timed level would otherwise pay for (a server that has run a while has
@@ -125,10 +144,14 @@ for name in $SERVERS; do
             reqs=() long_reqs=()
             for c in $LEVELS; do reqs+=("$(short_requests "$c")"); done
             for c in $LONG_LEVELS; do long_reqs+=("$(long_requests "$c")"); done
+            counts=$(step_counts)
             lt "$name" "$first" p128-o128 --concurrency "$(join "$LEVELS")" --requests "$(join "${reqs[@]}")" \
                 --prompt-len 128 --max-tokens 128
+            launches_since "$counts"
+            counts=$(step_counts)
             lt "$name" "$first" p1024-o256 --concurrency "$(join "$LONG_LEVELS")" --requests "$(join "${long_reqs[@]}")" \
                 --prompt-len 1024 --max-tokens 256
+            launches_since "$counts"
             stop
         else
             # shellcheck disable=SC2086 # the lists split into their levels
