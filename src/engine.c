@@ -251,6 +251,7 @@ fk_status fk_engine_create(fk_model *m, const fk_engine_params *params, fk_engin
         (s = size_kv_pool(m, &e->p, err)) ||
         (s = kv_cache_create(m->be, c->n_layers, e->p.num_blocks, p.block_size, c->n_kv_heads, c->head_dim, &e->kv,
                              err)) ||
+        (s = forward_record_pieces(m, e->ws, e->kv, err)) ||
         (s = block_alloc_create(e->p.num_blocks, p.block_size, &e->blocks, err)) ||
         (s = scheduler_create(e->blocks, p.block_size, p.max_num_seqs, max_tokens, p.enable_prefix_caching,
                               &e->sched, err)) ||

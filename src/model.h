@@ -52,7 +52,8 @@ typedef struct forward_ws {
     int n_graphs;
     /* Passes with prefill chunks (graphs and mixed_graphs, not profiling): between the attentions, piece p of
      * layers p - 1 and p (p = 0: the embedding and layer 0 up to its attention; p = n_layers: the last layer's
-     * rest and the final norm), recorded per bucket on first use: pieces[bucket * (n_layers + 1) + p]. */
+     * rest and the final norm), recorded per bucket at engine creation (forward_record_pieces), else on first
+     * use: pieces[bucket * (n_layers + 1) + p]. */
     void **pieces;
     bool recording;    /* a capture is under way: its ops are recorded, not launched */
     uint64_t launches; /* backend ops (one each, though some launch two kernels) and graph launches issued */
@@ -77,6 +78,10 @@ struct fk_model {
 fk_status forward_ws_create(const fk_model *m, int max_tokens, int max_seqs, int max_blocks, int max_logits,
                             bool graphs, bool mixed_graphs, bool profile, forward_ws **out, fk_error *err);
 void forward_ws_free(const fk_model *m, forward_ws *ws);
+
+/* Records every piece graph the passes with prefill chunks will replay (no-op without them), so that no request
+ * waits for a recording: (n_layers + 1) graphs per token bucket up to max_tokens. Call once kv exists. */
+fk_status forward_record_pieces(fk_model *m, forward_ws *ws, const kv_cache *kv, fk_error *err);
 
 /* Runs the batch through the model, writing K/V into kv and the logits of b->logit_rows into ws->logits on the
  * device. b must fit ws. */

@@ -103,6 +103,15 @@ void forward_ws_free(const fk_model *m, forward_ws *ws)
     free(ws);
 }
 
+/* Points ws at the per-token arrays of a pass on `padded` tokens, at the start of the index buffer: ids, positions,
+ * slots, `padded` each. Piece graphs read them there, so a bucket's pieces can be recorded before its first pass. */
+static void per_token_arrays(forward_ws *ws, int padded)
+{
+    ws->ids = ws->index_dev;
+    ws->positions = ws->index_dev + padded;
+    ws->slots = ws->index_dev + 2 * (size_t)padded;
+}
+
 /* Packs the batch's index arrays into one buffer (ids, positions and slots padded to `padded` tokens: token 0 at
  * position 0 with slot -1, which stores no KV; block-table rows padded to width), copies it to the device in one
  * upload, and points ws at the arrays' places in it. */
@@ -110,21 +119,16 @@ static fk_status upload_batch(backend *be, forward_ws *ws, const batch *b, int w
 {
     int32_t *host = ws->index_host[ws->slot];
     size_t at = 0;
-    struct {
-        int32_t **dev;
+    const struct {
         const int32_t *host;
         int32_t pad;
-    } per_token[] = {
-        {&ws->ids, b->input_ids, 0},
-        {&ws->positions, b->positions, 0},
-        {&ws->slots, b->slot_mapping, -1},
-    };
+    } per_token[] = {{b->input_ids, 0}, {b->positions, 0}, {b->slot_mapping, -1}}; /* per_token_arrays' order */
     for (size_t i = 0; i < sizeof per_token / sizeof per_token[0]; i++, at += (size_t)padded) {
         memcpy(host + at, per_token[i].host, (size_t)b->n_tokens * sizeof(int32_t));
         for (int t = b->n_tokens; t < padded; t++)
             host[at + t] = per_token[i].pad;
-        *per_token[i].dev = ws->index_dev + at;
     }
+    per_token_arrays(ws, padded);
     struct {
         int32_t **dev;
         const int32_t *host;
@@ -357,8 +361,39 @@ static fk_status capture_finish(backend *be, forward_ws *ws, fk_status ran, void
     return FK_OK;
 }
 
-/* A pass with prefill chunks on `padded` tokens (bucket's count): the pieces from their graphs (each recorded on
- * first use), the attentions between them and the head as ops. */
+/* Records piece p of a pass on `padded` tokens into *graph (ws's per-token arrays must sit where that count puts
+ * them). */
+static fk_status record_piece(fk_model *m, forward_ws *ws, const kv_cache *kv, int p, int padded, void **graph,
+                              fk_error *err)
+{
+    fk_status s = m->be->ops->capture_begin(m->be, err);
+    if (s)
+        return s;
+    ws->recording = true;
+    return capture_finish(m->be, ws, piece_ops(m, ws, kv, p, padded, err), graph, err);
+}
+
+fk_status forward_record_pieces(fk_model *m, forward_ws *ws, const kv_cache *kv, fk_error *err)
+{
+    static const int tokens[PIECE_BUCKETS] = PIECE_BUCKET_TOKENS;
+    const int L = m->cfg.n_layers;
+    /* A bucket above one that already holds max_tokens is never chosen (piece_bucket takes the first that fits). */
+    for (int bucket = 0; ws->pieces && bucket < PIECE_BUCKETS && (bucket == 0 || tokens[bucket - 1] < ws->max_tokens);
+         bucket++) {
+        const int padded = tokens[bucket] < ws->max_tokens ? tokens[bucket] : ws->max_tokens;
+        per_token_arrays(ws, padded);
+        for (int p = 0; p <= L; p++) {
+            void **graph = &ws->pieces[(size_t)bucket * (L + 1) + p];
+            fk_status s = *graph ? FK_OK : record_piece(m, ws, kv, p, padded, graph, err);
+            if (s)
+                return fk_error_prefix(err, s, "recording the graphs of %d-token passes: ", padded);
+        }
+    }
+    return FK_OK;
+}
+
+/* A pass with prefill chunks on `padded` tokens (bucket's count): the pieces from their graphs (recorded at engine
+ * creation, or now if they were not), the attentions between them and the head as ops. */
 static fk_status run_pieces(fk_model *m, forward_ws *ws, const kv_cache *kv, const batch *b, const attn_batch *ab,
                             int bucket, int padded, fk_error *err)
 {
@@ -367,13 +402,8 @@ static fk_status run_pieces(fk_model *m, forward_ws *ws, const kv_cache *kv, con
     fk_status s;
     for (int p = 0; p <= L; p++) {
         void **graph = &ws->pieces[(size_t)bucket * (L + 1) + p];
-        if (!*graph) {
-            if ((s = be->ops->capture_begin(be, err)))
-                return s;
-            ws->recording = true;
-            if ((s = capture_finish(be, ws, piece_ops(m, ws, kv, p, padded, err), graph, err)))
-                return s;
-        }
+        if (!*graph && (s = record_piece(m, ws, kv, p, padded, graph, err)))
+            return s;
         ws->launches++;
         if ((s = be->ops->graph_launch(be, *graph, err)) || (p < L && (s = layer_attention(m, ws, kv, p, ab, err))))
             return s;
