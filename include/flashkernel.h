@@ -156,9 +156,10 @@ typedef struct fk_engine_params {
                                  * the one before it (its tokens, events and finishes) while the device computes, so
                                  * events come one step later; the tokens are the same as with false. Steps run one
                                  * at a time anyway while a request needs the host sampler (logprobs, penalties) */
-    bool mixed_graphs;          /* steps with prefill chunks of up to 512 tokens replay recorded graphs of the layers'
-                                 * parts between attentions, at a padded token count (default true; on backends with
-                                 * graphs, not while profiling). Decode-only steps replay whole-step graphs anyway */
+    bool mixed_graphs;          /* steps with prefill chunks of up to 512 tokens replay graphs of the layers' parts
+                                 * between attentions, at a padded token count, recorded when the engine is created
+                                 * (default true; on backends with graphs, not while profiling). Decode-only steps
+                                 * replay whole-step graphs anyway */
 } fk_engine_params;
 
 fk_engine_params fk_engine_params_default(void);
