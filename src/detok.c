@@ -42,6 +42,7 @@ struct detok {
     buf out;  /* emitted, NUL-terminated */
     buf held; /* decoded, not emitted: it may still begin a stop string */
     bool done;
+    tok_decode_scratch scratch; /* what every decode of the window works in: nothing is allocated per token */
 };
 
 static bool append(buf *b, const char *s, size_t n)
@@ -63,10 +64,11 @@ static fk_status oom(fk_error *err)
 }
 
 /* decode(ids[from:to]); *incomplete: it ends in an incomplete UTF-8 sequence. */
-static fk_status decode_range(const detok *d, size_t from, size_t to, char **text, size_t *len, bool *incomplete,
+static fk_status decode_range(detok *d, size_t from, size_t to, const char **text, size_t *len, bool *incomplete,
                               fk_error *err)
 {
-    return tokenizer_decode(d->tok, d->ids + from, (int)(to - from), d->skip_special, text, len, incomplete, err);
+    return tokenizer_decode_into(d->tok, d->ids + from, (int)(to - from), d->skip_special, &d->scratch, text, len,
+                                 incomplete, err);
 }
 
 /* Moves the window start back (at most 3 tokens) while it lies inside a character: a byte-fallback run decodes
@@ -88,6 +90,7 @@ void detok_free(detok *d)
     free(d->ids);
     free(d->out.p);
     free(d->held.p);
+    tokenizer_decode_scratch_free(&d->scratch);
     free(d);
 }
 
@@ -143,7 +146,7 @@ fk_status detok_create(const fk_tokenizer *tok, const int32_t *prompt, int n_pro
     d->read = d->n;
     d->prefix = d->n > DETOK_CONTEXT ? d->n - DETOK_CONTEXT : 0;
     start_on_char(d);
-    char *text;
+    const char *text;
     size_t len;
     bool incomplete;
     fk_status st = decode_range(d, d->prefix, d->n, &text, &len, &incomplete, err);
@@ -152,7 +155,6 @@ fk_status detok_create(const fk_tokenizer *tok, const int32_t *prompt, int n_pro
         return st;
     }
     d->prefix_chars = utf8_count(text, len);
-    fk_free(text);
     *out = d;
     return FK_OK;
 }
@@ -204,7 +206,8 @@ static bool release(detok *d, int *stop_hit)
     return true;
 }
 
-/* The text the window adds after decode(ids[prefix:read]) goes to `held`; the offsets move forward. */
+/* The text the window adds after decode(ids[prefix:read]) goes to `held`; the offsets move forward. text may live
+ * in d->scratch: it is read before the next decode. */
 static fk_status advance(detok *d, const char *text, size_t len, fk_error *err)
 {
     size_t from = skip_chars(text, len, d->prefix_chars);
@@ -213,14 +216,13 @@ static fk_status advance(detok *d, const char *text, size_t len, fk_error *err)
     d->prefix = d->read;
     d->read = d->n;
     start_on_char(d);
-    char *p;
+    const char *p;
     size_t plen;
     bool incomplete;
     fk_status st = decode_range(d, d->prefix, d->read, &p, &plen, &incomplete, err);
     if (st)
         return st;
     d->prefix_chars = utf8_count(p, plen);
-    fk_free(p);
     if (d->prefix >= DETOK_COMPACT) {
         memmove(d->ids, d->ids + d->prefix, (d->n - d->prefix) * sizeof *d->ids);
         d->n -= d->prefix, d->read -= d->prefix, d->prefix = 0;
@@ -251,7 +253,7 @@ fk_status detok_push(detok *d, int32_t id, const char **delta, size_t *delta_len
         return oom(err);
     d->ids = ids;
     ids[d->n++] = id;
-    char *text;
+    const char *text;
     size_t len;
     bool incomplete;
     fk_status st = decode_range(d, d->prefix, d->n, &text, &len, &incomplete, err);
@@ -266,7 +268,6 @@ fk_status detok_push(detok *d, int32_t id, const char **delta, size_t *delta_len
         if (!st && !release(d, stop_hit))
             st = oom(err);
     }
-    fk_free(text);
     set_delta(d, from, delta, delta_len);
     return st;
 }
@@ -279,13 +280,12 @@ fk_status detok_finish(detok *d, const char **delta, size_t *delta_len, fk_error
         return FK_OK;
     fk_status st = FK_OK;
     if (d->n > d->read) {
-        char *text;
+        const char *text;
         size_t len;
         bool incomplete;
         if ((st = decode_range(d, d->prefix, d->n, &text, &len, &incomplete, err)))
             return st;
         st = advance(d, text, len, err);
-        fk_free(text);
     }
     int stop_hit = -1;
     if (!st && !release(d, &stop_hit))

@@ -231,4 +231,26 @@ bool tokenizer_starts_inside_char(const fk_tokenizer *t, int32_t id);
 fk_status tokenizer_decode(const fk_tokenizer *t, const int32_t *ids, int n_ids, bool skip_special, char **text,
                            size_t *len, bool *incomplete, fk_error *err);
 
+/* A list of strings whose bytes live in buf: what each decoder step reads and writes. */
+typedef struct tok_strs {
+    char *buf;
+    size_t len, cap;
+    struct tok_span *v; /* [n] offset and length of each string in buf */
+    size_t n, cap_v;
+} tok_strs;
+
+/* Memory of repeated decodes (zeroed to start): it grows to the largest decode and is reused, so that a detokenizer
+ * decoding its window on every token allocates nothing once it has. */
+typedef struct tok_decode_scratch {
+    tok_strs a, b;
+    char *bytes; /* ByteLevel's and ByteFallback's byte runs */
+    size_t cap_bytes;
+} tok_decode_scratch;
+
+/* tokenizer_decode into sc: *text (NUL-terminated) lives in sc until its next use. */
+fk_status tokenizer_decode_into(const fk_tokenizer *t, const int32_t *ids, int n_ids, bool skip_special,
+                                tok_decode_scratch *sc, const char **text, size_t *len, bool *incomplete,
+                                fk_error *err);
+void tokenizer_decode_scratch_free(tok_decode_scratch *sc);
+
 #endif

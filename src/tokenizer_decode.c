@@ -10,17 +10,11 @@
 #include "tokenizer.h"
 #include "utf8.h"
 
-typedef struct span {
+typedef struct tok_span {
     size_t off, len;
 } span;
 
-/* A list of strings whose bytes live in buf. */
-typedef struct strs {
-    char *buf;
-    size_t len, cap;
-    span *v;
-    size_t n, cap_v;
-} strs;
+typedef tok_strs strs;
 
 static bool put(strs *s, const char *p, size_t n)
 {
@@ -67,11 +61,12 @@ static int char_byte(uint32_t cp)
 
 /* ByteLevel: every string becomes its bytes (or stays as it is when a character is not a byte character), all
  * of them concatenated and converted lossily: one string. */
-static bool dec_byte_level(const strs *in, strs *out, bool *incomplete)
+static bool dec_byte_level(const strs *in, strs *out, tok_decode_scratch *sc, bool *incomplete)
 {
-    char *bytes = malloc(in->len + 1);
+    char *bytes = tokenizer_reserve(sc->bytes, &sc->cap_bytes, in->len + 1, 1);
     if (!bytes)
         return false;
+    sc->bytes = bytes;
     size_t n = 0;
     for (size_t i = 0; i < in->n; i++) {
         const char *s = in->buf + in->v[i].off;
@@ -99,7 +94,6 @@ static bool dec_byte_level(const strs *in, strs *out, bool *incomplete)
         out->len += utf8_lossy(bytes, n, b + out->len);
         ok = end_str(out, from);
     }
-    free(bytes);
     return ok;
 }
 
@@ -143,11 +137,12 @@ static int fallback_byte(const char *s, size_t len)
 
 /* ByteFallback: runs of "<0xHH>" strings become the string of their bytes when that is valid UTF-8, else one
  * U+FFFD per byte; other strings pass. */
-static bool dec_byte_fallback(const strs *in, strs *out, bool *incomplete)
+static bool dec_byte_fallback(const strs *in, strs *out, tok_decode_scratch *sc, bool *incomplete)
 {
-    char *run = malloc(in->n + 1);
+    char *run = tokenizer_reserve(sc->bytes, &sc->cap_bytes, in->n + 1, 1);
     if (!run)
         return false;
+    sc->bytes = run;
     size_t n_run = 0;
     bool ok = true;
     for (size_t i = 0; ok && i <= in->n; i++) {
@@ -171,7 +166,6 @@ static bool dec_byte_fallback(const strs *in, strs *out, bool *incomplete)
         if (ok && s)
             ok = add_str(out, s, len);
     }
-    free(run);
     return ok;
 }
 
@@ -263,8 +257,30 @@ fk_status fk_tokenizer_decode(const fk_tokenizer *t, const int32_t *ids, int n_i
     return tokenizer_decode(t, ids, n_ids, skip_special, text, len, &incomplete, err);
 }
 
+void tokenizer_decode_scratch_free(tok_decode_scratch *sc)
+{
+    free(sc->a.buf), free(sc->a.v), free(sc->b.buf), free(sc->b.v), free(sc->bytes);
+    *sc = (tok_decode_scratch){0};
+}
+
 fk_status tokenizer_decode(const fk_tokenizer *t, const int32_t *ids, int n_ids, bool skip_special, char **text,
                            size_t *len, bool *incomplete, fk_error *err)
+{
+    tok_decode_scratch sc = {0};
+    const char *p;
+    fk_status s = tokenizer_decode_into(t, ids, n_ids, skip_special, &sc, &p, len, incomplete, err);
+    *text = NULL;
+    if (!s) { /* the text is sc.b's buffer: the caller's now */
+        *text = sc.b.buf;
+        sc.b.buf = NULL;
+    }
+    tokenizer_decode_scratch_free(&sc);
+    return s;
+}
+
+fk_status tokenizer_decode_into(const fk_tokenizer *t, const int32_t *ids, int n_ids, bool skip_special,
+                                tok_decode_scratch *sc, const char **text, size_t *len, bool *incomplete,
+                                fk_error *err)
 {
     *text = NULL;
     *len = 0;
@@ -278,36 +294,40 @@ fk_status tokenizer_decode(const fk_tokenizer *t, const int32_t *ids, int n_ids,
         if (t->dec_tok[ids[i]].off == TOK_NONE)
             return fk_error_set(err, FK_ERR_INVALID_ARGUMENT, "token id %d at position %d has no token", ids[i], i);
     }
-    strs a = {0}, b = {0};
-    bool ok = put(&a, "", 0) && put(&b, "", 0); /* buffers exist even when every string is empty */
+    strs *a = &sc->a, *b = &sc->b;
+    a->len = a->n = b->len = b->n = 0;
+    bool ok = put(a, "", 0) && put(b, "", 0); /* buffers exist even when every string is empty */
     for (int i = 0; ok && i < n_ids; i++)
         if (!skip_special || !t->special[ids[i]])
-            ok = add_str(&a, tokenizer_str(t, t->dec_tok[ids[i]]), t->dec_tok[ids[i]].len);
+            ok = add_str(a, tokenizer_str(t, t->dec_tok[ids[i]]), t->dec_tok[ids[i]].len);
     for (int k = 0; ok && k < t->n_dec; k++) {
         const tok_dec *d = &t->dec[k];
-        b.len = b.n = 0;
+        b->len = b->n = 0;
         switch (d->kind) {
-        case TOK_DEC_BYTE_LEVEL: ok = dec_byte_level(&a, &b, incomplete); break;
-        case TOK_DEC_REPLACE: ok = dec_replace(t, d, &a, &b); break;
-        case TOK_DEC_BYTE_FALLBACK: ok = dec_byte_fallback(&a, &b, incomplete); break;
-        case TOK_DEC_FUSE: ok = dec_fuse(&a, &b); break;
-        case TOK_DEC_STRIP: ok = dec_strip(d, &a, &b); break;
-        case TOK_DEC_METASPACE: ok = dec_metaspace(d, &a, &b); break;
+        case TOK_DEC_BYTE_LEVEL: ok = dec_byte_level(a, b, sc, incomplete); break;
+        case TOK_DEC_REPLACE: ok = dec_replace(t, d, a, b); break;
+        case TOK_DEC_BYTE_FALLBACK: ok = dec_byte_fallback(a, b, sc, incomplete); break;
+        case TOK_DEC_FUSE: ok = dec_fuse(a, b); break;
+        case TOK_DEC_STRIP: ok = dec_strip(d, a, b); break;
+        case TOK_DEC_METASPACE: ok = dec_metaspace(d, a, b); break;
         }
-        strs swap = a;
+        strs *swap = a;
         a = b, b = swap;
     }
-    /* The strings concatenated (or joined with spaces, without a decoder), NUL-terminated. */
-    b.len = 0;
-    for (size_t i = 0; ok && i < a.n; i++)
-        ok = (i == 0 || t->has_decoder || put(&b, " ", 1)) && put(&b, a.buf + a.v[i].off, a.v[i].len);
-    ok = ok && put(&b, "", 1);
-    free(a.buf), free(a.v), free(b.v);
-    if (!ok) {
-        free(b.buf);
-        return fk_error_set(err, FK_ERR_OUT_OF_MEMORY, "out of memory while decoding %d ids", n_ids);
+    /* The strings concatenated (or joined with spaces, without a decoder), NUL-terminated, into sc->b. */
+    if (a == &sc->b) { /* an odd number of steps left the strings in sc->b: move them to sc->a */
+        strs swap = sc->a;
+        sc->a = sc->b, sc->b = swap;
+        a = &sc->a;
     }
-    *text = b.buf;
-    *len = b.len - 1;
+    b = &sc->b;
+    b->len = 0;
+    for (size_t i = 0; ok && i < a->n; i++)
+        ok = (i == 0 || t->has_decoder || put(b, " ", 1)) && put(b, a->buf + a->v[i].off, a->v[i].len);
+    ok = ok && put(b, "", 1);
+    if (!ok)
+        return fk_error_set(err, FK_ERR_OUT_OF_MEMORY, "out of memory while decoding %d ids", n_ids);
+    *text = b->buf;
+    *len = b->len - 1;
     return FK_OK;
 }
