@@ -373,14 +373,22 @@ static fk_status record_piece(fk_model *m, forward_ws *ws, const kv_cache *kv, i
     return capture_finish(m->be, ws, piece_ops(m, ws, kv, p, padded, err), graph, err);
 }
 
+static const int piece_tokens[PIECE_BUCKETS] = PIECE_BUCKET_TOKENS;
+
+/* The token count a pass of the bucket is padded to: the bucket's, at most the workspace's. */
+static int piece_padded(const forward_ws *ws, int bucket)
+{
+    return piece_tokens[bucket] < ws->max_tokens ? piece_tokens[bucket] : ws->max_tokens;
+}
+
 fk_status forward_record_pieces(fk_model *m, forward_ws *ws, const kv_cache *kv, fk_error *err)
 {
-    static const int tokens[PIECE_BUCKETS] = PIECE_BUCKET_TOKENS;
     const int L = m->cfg.n_layers;
     /* A bucket above one that already holds max_tokens is never chosen (piece_bucket takes the first that fits). */
-    for (int bucket = 0; ws->pieces && bucket < PIECE_BUCKETS && (bucket == 0 || tokens[bucket - 1] < ws->max_tokens);
+    for (int bucket = 0;
+         ws->pieces && bucket < PIECE_BUCKETS && (bucket == 0 || piece_tokens[bucket - 1] < ws->max_tokens);
          bucket++) {
-        const int padded = tokens[bucket] < ws->max_tokens ? tokens[bucket] : ws->max_tokens;
+        const int padded = piece_padded(ws, bucket);
         per_token_arrays(ws, padded);
         for (int p = 0; p <= L; p++) {
             void **graph = &ws->pieces[(size_t)bucket * (L + 1) + p];
@@ -450,10 +458,9 @@ static int padded_width(int max_blocks, int limit)
  * (pieces off, or more tokens than the largest bucket). */
 static int piece_bucket(const forward_ws *ws, int n, int *padded)
 {
-    static const int tokens[PIECE_BUCKETS] = PIECE_BUCKET_TOKENS;
     for (int i = 0; ws->pieces && i < PIECE_BUCKETS; i++)
-        if (n <= tokens[i]) {
-            *padded = tokens[i] < ws->max_tokens ? tokens[i] : ws->max_tokens;
+        if (n <= piece_tokens[i]) {
+            *padded = piece_padded(ws, i);
             return i;
         }
     *padded = n;

@@ -270,9 +270,10 @@ fk_status tokenizer_decode(const fk_tokenizer *t, const int32_t *ids, int n_ids,
     const char *p;
     fk_status s = tokenizer_decode_into(t, ids, n_ids, skip_special, &sc, &p, len, incomplete, err);
     *text = NULL;
-    if (!s) { /* the text is sc.b's buffer: the caller's now */
-        *text = sc.b.buf;
-        sc.b.buf = NULL;
+    if (!s) { /* the text is one of sc's buffers: the caller's now */
+        char **owner = p == sc.a.buf ? &sc.a.buf : &sc.b.buf;
+        *text = *owner;
+        *owner = NULL;
     }
     tokenizer_decode_scratch_free(&sc);
     return s;
@@ -314,13 +315,7 @@ fk_status tokenizer_decode_into(const fk_tokenizer *t, const int32_t *ids, int n
         strs *swap = a;
         a = b, b = swap;
     }
-    /* The strings concatenated (or joined with spaces, without a decoder), NUL-terminated, into sc->b. */
-    if (a == &sc->b) { /* an odd number of steps left the strings in sc->b: move them to sc->a */
-        strs swap = sc->a;
-        sc->a = sc->b, sc->b = swap;
-        a = &sc->a;
-    }
-    b = &sc->b;
+    /* The strings concatenated (or joined with spaces, without a decoder), NUL-terminated, into the other list. */
     b->len = 0;
     for (size_t i = 0; ok && i < a->n; i++)
         ok = (i == 0 || t->has_decoder || put(b, " ", 1)) && put(b, a->buf + a->v[i].off, a->v[i].len);
