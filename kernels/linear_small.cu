@@ -11,9 +11,12 @@
 // order (so the result does not depend on timing) before the epilogue. Each warp keeps two batches of U k-steps of
 // weights in flight (the next is requested before the current is used), the first before waiting for the previous
 // kernel (PDL). fp32 accumulation throughout. Turing (sm_75) runs the same code with m16n8k8 pairs (common.cuh).
+// Two fusions with the residual stream around the linear (rms_prologue.cuh): x may be the residual, normalized by
+// RMSNorm in the prologue (norm_w), and y may be the residual, the result added to it (K_LINEAR_ADD).
 #include "common.cuh"
 #include "kernels.h"
 #include "linear_sums.cuh"
+#include "rms_prologue.cuh"
 
 // The most warps a block may have, and the warps per SM the launch aims for at 4 KB of weights per batch (kernels/bench
 // times the choices; with smaller batches it aims for proportionally more warps).
@@ -83,8 +86,10 @@ int warps_for(int steps, int epi, int nt)
 template <int WARPS, int NT, int EPI>
 __global__ void __launch_bounds__(32 * WARPS) linear_small_kernel(__half *__restrict__ y, const __half *__restrict__ x,
                                                                  const __half *__restrict__ w,
-                                                                 const __half *__restrict__ bias, int m, int k, int n,
-                                                                 int steps_per_split, float *__restrict__ partials,
+                                                                 const __half *__restrict__ bias,
+                                                                 const __half *__restrict__ norm_w, float eps, bool add,
+                                                                 int m, int k, int n, int steps_per_split,
+                                                                 float *__restrict__ partials,
                                                                  unsigned *__restrict__ counters)
 {
     constexpr int RT = row_tiles(EPI, NT), THREADS = 32 * WARPS, U = batch_steps(EPI, NT);
@@ -115,6 +120,7 @@ __global__ void __launch_bounds__(32 * WARPS) linear_small_kernel(__half *__rest
                                         : make_uint4(0, 0, 0, 0);
         }
     };
+    __shared__ float inv_rms[RMS_MAX_TOKENS]; // with norm_w: 1 / rms of each token's x
     auto load_x = [&](step_frags<RT, NT>(&f)[U], int s0) {
 #pragma unroll
         for (int u = 0; u < U; u++) {
@@ -125,6 +131,9 @@ __global__ void __launch_bounds__(32 * WARPS) linear_small_kernel(__half *__rest
                 const int token = nt * TOKEN_TILE + g;
                 f[u].x[nt] = k_ok && token < m ? __ldg(reinterpret_cast<const uint4 *>(x + (size_t)token * k + kk))
                                                : make_uint4(0, 0, 0, 0);
+                if (norm_w && k_ok && token < m)
+                    f[u].x[nt] = rms_apply(f[u].x[nt], __ldg(reinterpret_cast<const uint4 *>(norm_w + kk)),
+                                           inv_rms[token]);
             }
         }
     };
@@ -154,6 +163,8 @@ __global__ void __launch_bounds__(32 * WARPS) linear_small_kernel(__half *__rest
     load_w(f0, first); // weights do not depend on the previous kernel: stream them while it finishes
     pdl_wait();
     pdl_launch_dependents();
+    if (norm_w)
+        rms_inv_rows<WARPS>(x, m, k, eps, inv_rms);
     for (int s0 = first; s0 < s_end; s0 += 2 * stride) {
         load_w(f1, s0 + stride);
         load_x(f0, s0);
@@ -189,20 +200,29 @@ __global__ void __launch_bounds__(32 * WARPS) linear_small_kernel(__half *__rest
                 v = gelu_tanh(v);
             if (EPI == K_LINEAR_SILU_MUL)
                 v = silu_mul(v, sum[1][q] + (bias ? __half2float(bias[n + row]) : 0.0f));
-            y[(size_t)token * n + row] = __float2half(v);
+            store_or_add(y + (size_t)token * n + row, v, add);
         }
     }
 }
 
-template <int WARPS, int NT, int EPI>
-cudaError_t launch(__half *y, const __half *x, const __half *w, const __half *bias, int m, int k, int n, int splits,
-                   float *partials, unsigned *counters, cudaStream_t stream)
+// One call's arguments, passed down the template dispatch.
+struct small_args {
+    __half *y;
+    const __half *x, *w, *bias, *norm_w;
+    float eps;
+    bool add;
+    int m, k, n, splits;
+    float *partials;
+    unsigned *counters;
+};
+
+template <int WARPS, int NT, int EPI> cudaError_t launch(const small_args &a, cudaStream_t stream)
 {
-    const int n_steps = (k + STEP - 1) / STEP;
-    const int steps_per_split = (n_steps + splits - 1) / splits;
-    const dim3 grid((n + block_rows(EPI, NT) - 1) / block_rows(EPI, NT), splits);
-    return fk_launch(linear_small_kernel<WARPS, NT, EPI>, grid, dim3(32 * WARPS), 0, stream, y, x, w, bias, m, k, n,
-                     steps_per_split, partials, counters);
+    const int n_steps = (a.k + STEP - 1) / STEP;
+    const int steps_per_split = (n_steps + a.splits - 1) / a.splits;
+    const dim3 grid((a.n + block_rows(EPI, NT) - 1) / block_rows(EPI, NT), a.splits);
+    return fk_launch(linear_small_kernel<WARPS, NT, EPI>, grid, dim3(32 * WARPS), 0, stream, a.y, a.x, a.w, a.bias,
+                     a.norm_w, a.eps, a.add, a.m, a.k, a.n, steps_per_split, a.partials, a.counters);
 }
 
 // WARPS capped at what the shape allows, so that no template with too much shared memory is instantiated.
@@ -211,28 +231,22 @@ constexpr int capped(int warps, int epi, int nt)
     return warps < max_warps(epi, nt) ? warps : max_warps(epi, nt);
 }
 
-template <int NT, int EPI>
-cudaError_t launch_warps(__half *y, const __half *x, const __half *w, const __half *bias, int m, int k, int n,
-                         int splits, float *partials, unsigned *counters, cudaStream_t stream)
+template <int NT, int EPI> cudaError_t launch_warps(const small_args &a, cudaStream_t stream)
 {
-    switch (warps_for((k + STEP - 1) / STEP, EPI, NT)) {
-    case 4: return launch<4, NT, EPI>(y, x, w, bias, m, k, n, splits, partials, counters, stream);
-    case 8: return launch<capped(8, EPI, NT), NT, EPI>(y, x, w, bias, m, k, n, splits, partials, counters, stream);
-    default:
-        return launch<capped(FK_LINEAR_MAX_WARPS, EPI, NT), NT, EPI>(y, x, w, bias, m, k, n, splits, partials, counters,
-                                                                    stream);
+    switch (warps_for((a.k + STEP - 1) / STEP, EPI, NT)) {
+    case 4: return launch<4, NT, EPI>(a, stream);
+    case 8: return launch<capped(8, EPI, NT), NT, EPI>(a, stream);
+    default: return launch<capped(FK_LINEAR_MAX_WARPS, EPI, NT), NT, EPI>(a, stream);
     }
 }
 
-template <int EPI>
-cudaError_t launch_m(__half *y, const __half *x, const __half *w, const __half *bias, int m, int k, int n,
-                     int splits, float *partials, unsigned *counters, cudaStream_t stream)
+template <int EPI> cudaError_t launch_m(const small_args &a, cudaStream_t stream)
 {
-    switch (token_tiles(m)) {
-    case 1: return launch_warps<1, EPI>(y, x, w, bias, m, k, n, splits, partials, counters, stream);
-    case 2: return launch_warps<2, EPI>(y, x, w, bias, m, k, n, splits, partials, counters, stream);
-    case 4: return launch_warps<4, EPI>(y, x, w, bias, m, k, n, splits, partials, counters, stream);
-    default: return launch_warps<8, EPI>(y, x, w, bias, m, k, n, splits, partials, counters, stream);
+    switch (token_tiles(a.m)) {
+    case 1: return launch_warps<1, EPI>(a, stream);
+    case 2: return launch_warps<2, EPI>(a, stream);
+    case 4: return launch_warps<4, EPI>(a, stream);
+    default: return launch_warps<8, EPI>(a, stream);
     }
 }
 
@@ -257,22 +271,22 @@ extern "C" int k_linear_small_splits(int m, int k, int n, int epilogue, int n_sm
     return splits < 1 ? 1 : splits;
 }
 
-extern "C" cudaError_t k_linear_small(void *y, const void *x, const void *w, const void *bias, int m, int k, int n,
-                                      int epilogue, int splits, float *partials, unsigned *counters,
-                                      cudaStream_t stream)
+extern "C" cudaError_t k_linear_small(void *y, const void *x, const void *w, const void *bias, const void *norm_w,
+                                      float eps, int m, int k, int n, int epilogue, int splits, float *partials,
+                                      unsigned *counters, cudaStream_t stream)
 {
     if (m <= 0 || n <= 0)
         return cudaSuccess;
     if (m > K_LINEAR_SMALL_MAX_M || k <= 0 || k % 8 || splits < 1 ||
         (splits > 1 && (!partials || !counters || (n + TILE_ROWS - 1) / TILE_ROWS > K_LINEAR_SMALL_COUNTERS)))
         return cudaErrorInvalidValue;
-    __half *yh = (__half *)y;
-    const __half *xh = (const __half *)x, *wh = (const __half *)w, *bh = (const __half *)bias;
+    const small_args a = {(__half *)y,    (const __half *)x, (const __half *)w, (const __half *)bias,
+                          (const __half *)norm_w, eps, epilogue == K_LINEAR_ADD, m, k, n, splits, partials, counters};
     switch (epilogue) {
-    case K_LINEAR_PLAIN: return launch_m<K_LINEAR_PLAIN>(yh, xh, wh, bh, m, k, n, splits, partials, counters, stream);
-    case K_LINEAR_GELU: return launch_m<K_LINEAR_GELU>(yh, xh, wh, bh, m, k, n, splits, partials, counters, stream);
-    case K_LINEAR_SILU_MUL:
-        return launch_m<K_LINEAR_SILU_MUL>(yh, xh, wh, bh, m, k, n, splits, partials, counters, stream);
+    case K_LINEAR_PLAIN:
+    case K_LINEAR_ADD: return launch_m<K_LINEAR_PLAIN>(a, stream);
+    case K_LINEAR_GELU: return launch_m<K_LINEAR_GELU>(a, stream);
+    case K_LINEAR_SILU_MUL: return launch_m<K_LINEAR_SILU_MUL>(a, stream);
     default: return cudaErrorInvalidValue;
     }
 }
