@@ -146,7 +146,6 @@ __global__ void __launch_bounds__(32 * WARPS)
 {
     constexpr int RT = row_tiles<EPI, NT>(), THREADS = 32 * WARPS, U = batch_steps<FMT, EPI, NT>();
     constexpr int STEP = step_k<FMT>(), MMAS = STEP / 16, XV = STEP / 32;
-    constexpr int FRAG = NT * 4 * 32;                   // accumulator floats of one row tile in a warp
     constexpr int PER = sums_per_thread<WARPS, NT>(); // of those, per thread in the epilogue
 
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
@@ -191,7 +190,7 @@ __global__ void __launch_bounds__(32 * WARPS)
 #pragma unroll
                 for (int v = 0; v < XV; v++) {
                     f[u].x[nt][v] = k_ok && token < m ? __ldg(p + v) : make_uint4(0, 0, 0, 0);
-                    if (norm_w && k_ok && token < m)
+                    if (norm_w && k_ok && token < m) // (one token tile at most above: the norm's loads hit L1)
                         f[u].x[nt][v] = rms_apply(f[u].x[nt][v],
                                                   __ldg(reinterpret_cast<const uint4 *>(norm_w + kk) + v),
                                                   inv_rms[token]);
@@ -253,6 +252,18 @@ __global__ void __launch_bounds__(32 * WARPS)
         mma_batch(f1);
     }
 
+    // K_LINEAR_ADD: the residual's values this thread's epilogue adds to, requested before the warps
+    // meet, so that the wait for them overlaps the sums' (not in the main loop: their registers would be live there).
+    __half old[RT][PER];
+#pragma unroll
+    for (int q = 0; q < PER; q++)
+#pragma unroll
+        for (int rt = 0; rt < RT; rt++) {
+            int token, lr;
+            const bool mine = add && sum_entry<NT>(threadIdx.x + q * THREADS, token, lr) && token < m &&
+                              y_row(rt, lr) < n;
+            old[rt][q] = mine ? y[(size_t)token * n + y_row(rt, lr)] : __float2half(0.0f);
+        }
     // The block's (and with split-K the tile's) sums; splits other than the tile's last are done.
     float sum[RT][PER];
     if (!tile_sums<WARPS, RT, NT>(acc, sum, partials, counters))
@@ -261,12 +272,8 @@ __global__ void __launch_bounds__(32 * WARPS)
     auto scaled = [&](float v, int w_r) { return FMT == K_QUANT_INT8 ? v * __half2float(scales[w_r]) : v; };
 #pragma unroll
     for (int q = 0; q < PER; q++) {
-        const int i = threadIdx.x + q * THREADS;
-        if (i >= FRAG)
-            continue;
-        const int l = i % 32, e = (i / 32) % 4, nt = i / 128;
-        const int lr = l / 4 + (e >= 2 ? 8 : 0), token = nt * TOKEN_TILE + 2 * (l % 4) + (e & 1);
-        if (token >= m)
+        int token, lr;
+        if (!sum_entry<NT>(threadIdx.x + q * THREADS, token, lr) || token >= m)
             continue;
 #pragma unroll
         for (int rt = 0; rt < (EPI == K_LINEAR_SILU_MUL ? 1 : RT); rt++) {
@@ -278,7 +285,7 @@ __global__ void __launch_bounds__(32 * WARPS)
                 v = gelu_tanh(v);
             if (EPI == K_LINEAR_SILU_MUL)
                 v = silu_mul(v, scaled(sum[1][q], w_row(1, lr)) + (bias ? __half2float(bias[n + row]) : 0.0f));
-            store_or_add(y + (size_t)token * n + row, v, add);
+            store_or_add(y + (size_t)token * n + row, v, add, old[rt][q]);
         }
     }
 }

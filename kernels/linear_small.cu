@@ -94,7 +94,6 @@ __global__ void __launch_bounds__(32 * WARPS) linear_small_kernel(__half *__rest
 {
     constexpr int RT = row_tiles(EPI, NT), THREADS = 32 * WARPS, U = batch_steps(EPI, NT);
     static_assert(WARPS <= max_warps(EPI, NT), "the warps' sums exceed the shared memory");
-    constexpr int FRAG = NT * 4 * 32;               // accumulator floats of one row tile in a warp
     constexpr int PER = sums_per_thread<WARPS, NT>(); // of those, per thread in the epilogue
 
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
@@ -126,14 +125,14 @@ __global__ void __launch_bounds__(32 * WARPS) linear_small_kernel(__half *__rest
         for (int u = 0; u < U; u++) {
             const int s = s0 + u, kk = s * STEP + 8 * t;
             const bool k_ok = s < s_end && kk < k;
+            const uint4 nw = norm_w && k_ok ? __ldg(reinterpret_cast<const uint4 *>(norm_w + kk)) : uint4{};
 #pragma unroll
             for (int nt = 0; nt < NT; nt++) {
                 const int token = nt * TOKEN_TILE + g;
                 f[u].x[nt] = k_ok && token < m ? __ldg(reinterpret_cast<const uint4 *>(x + (size_t)token * k + kk))
                                                : make_uint4(0, 0, 0, 0);
                 if (norm_w && k_ok && token < m)
-                    f[u].x[nt] = rms_apply(f[u].x[nt], __ldg(reinterpret_cast<const uint4 *>(norm_w + kk)),
-                                           inv_rms[token]);
+                    f[u].x[nt] = rms_apply(f[u].x[nt], nw, inv_rms[token]);
             }
         }
     };
@@ -176,6 +175,18 @@ __global__ void __launch_bounds__(32 * WARPS) linear_small_kernel(__half *__rest
         mma_batch(f1);
     }
 
+    // K_LINEAR_ADD: the residual's values this thread's epilogue adds to, requested before the warps
+    // meet, so that the wait for them overlaps the sums' (not in the main loop: their registers would be live there).
+    __half old[RT][PER];
+#pragma unroll
+    for (int q = 0; q < PER; q++)
+#pragma unroll
+        for (int rt = 0; rt < RT; rt++) {
+            int token, lr;
+            const bool mine = add && sum_entry<NT>(threadIdx.x + q * THREADS, token, lr) && token < m &&
+                              y_row(rt, lr) < n;
+            old[rt][q] = mine ? y[(size_t)token * n + y_row(rt, lr)] : __float2half(0.0f);
+        }
     // The block's (and with split-K the tile's) sums; splits other than the tile's last are done.
     float sum[RT][PER];
     if (!tile_sums<WARPS, RT, NT>(acc, sum, partials, counters))
@@ -183,12 +194,8 @@ __global__ void __launch_bounds__(32 * WARPS) linear_small_kernel(__half *__rest
 
 #pragma unroll
     for (int q = 0; q < PER; q++) {
-        const int i = threadIdx.x + q * THREADS;
-        if (i >= FRAG)
-            continue;
-        const int l = i % 32, e = (i / 32) % 4, nt = i / 128;
-        const int lr = l / 4 + (e >= 2 ? 8 : 0), token = nt * TOKEN_TILE + 2 * (l % 4) + (e & 1);
-        if (token >= m)
+        int token, lr;
+        if (!sum_entry<NT>(threadIdx.x + q * THREADS, token, lr) || token >= m)
             continue;
 #pragma unroll
         for (int rt = 0; rt < (EPI == K_LINEAR_SILU_MUL ? 1 : RT); rt++) {
@@ -200,7 +207,7 @@ __global__ void __launch_bounds__(32 * WARPS) linear_small_kernel(__half *__rest
                 v = gelu_tanh(v);
             if (EPI == K_LINEAR_SILU_MUL)
                 v = silu_mul(v, sum[1][q] + (bias ? __half2float(bias[n + row]) : 0.0f));
-            store_or_add(y + (size_t)token * n + row, v, add);
+            store_or_add(y + (size_t)token * n + row, v, add, old[rt][q]);
         }
     }
 }
