@@ -70,18 +70,15 @@ size_t k_attention_decode_scratch_bytes(int max_seqs, int n_heads, int n_kv_head
 
 /* Small-batch linear (m <= 64 tokens), streaming W once: y[m][n] = epilogue(x[m][k] W[n][k]^T + bias[n]), bias may
  * be NULL. K_LINEAR_GELU applies gelu_tanh; K_LINEAR_SILU_MUL takes W = [gate (n rows) | up (n rows)] [2n][k] (and
- * bias [2n]) and gives y = silu(gate) * up; K_LINEAR_ADD adds the result, rounded to fp16, to y (the residual stream)
- * instead of storing it. With norm_w (NULL: none) x is the residual stream and the linear multiplies RMSNorm(x) *
- * norm_w (eps; add_rms_norm's math) instead. k % 8 == 0; x, w, y, norm_w 16-byte aligned; y is not x. splits > 1
- * splits k across blocks (k_linear_small_splits chooses): it needs `partials` (K_LINEAR_SMALL_PARTIAL_FLOATS floats)
- * and `counters` (K_LINEAR_SMALL_COUNTERS, zeroed once; the kernel leaves them zero), used by one launch at a time. */
-enum { K_LINEAR_PLAIN = 0, K_LINEAR_GELU = 1, K_LINEAR_SILU_MUL = 2, K_LINEAR_ADD = 3 };
+ * bias [2n]) and gives y = silu(gate) * up. k % 8 == 0; x, w, y 16-byte aligned. splits > 1 splits k across blocks
+ * (k_linear_small_splits chooses): it needs `partials` (K_LINEAR_SMALL_PARTIAL_FLOATS floats) and `counters`
+ * (K_LINEAR_SMALL_COUNTERS, zeroed once; the kernel leaves them zero), used by one launch at a time. */
+enum { K_LINEAR_PLAIN = 0, K_LINEAR_GELU = 1, K_LINEAR_SILU_MUL = 2 };
 #define K_LINEAR_SMALL_MAX_M 64
 #define K_LINEAR_SMALL_PARTIAL_FLOATS (1u << 20)
 #define K_LINEAR_SMALL_COUNTERS 4096
-cudaError_t k_linear_small(void *y, const void *x, const void *w, const void *bias, const void *norm_w, float eps,
-                           int m, int k, int n, int epilogue, int splits, float *partials, unsigned *counters,
-                           cudaStream_t stream);
+cudaError_t k_linear_small(void *y, const void *x, const void *w, const void *bias, int m, int k, int n, int epilogue,
+                           int splits, float *partials, unsigned *counters, cudaStream_t stream);
 int k_linear_small_splits(int m, int k, int n, int epilogue, int n_sms);
 
 /* The weight formats of the quantized linears (the values of include/flashkernel.h's fk_quantization). */
@@ -90,12 +87,12 @@ enum { K_QUANT_INT8 = 1, K_QUANT_INT4 = 2 };
 /* k_linear_small on a quantized W (src/quant.h's layouts, rows = n, or 2n for K_LINEAR_SILU_MUL): INT8 data int8
  * [rows][k] with fp16 scales [rows], k % 16 == 0; INT4 data [rows][k / 2] packed nibbles with fp16 (scale, zero)
  * pairs [rows][k / 128], k % 128 == 0. Computes with the dequantized weights (q s, (q - z) s) and fp32 sums. x, y,
- * data 16-byte aligned; epilogues, bias, norm_w, splits, partials and counters as for k_linear_small (the same
- * buffers serve both); m <= K_LINEAR_QUANT_MAX_M. */
+ * data 16-byte aligned; epilogues, bias, splits, partials and counters as for k_linear_small (the same buffers serve
+ * both); m <= K_LINEAR_QUANT_MAX_M. */
 #define K_LINEAR_QUANT_MAX_M 16
-cudaError_t k_linear_quant(void *y, const void *x, const void *data, const void *scales, const void *bias,
-                           const void *norm_w, float eps, int format, int m, int k, int n, int epilogue, int splits,
-                           float *partials, unsigned *counters, cudaStream_t stream);
+cudaError_t k_linear_quant(void *y, const void *x, const void *data, const void *scales, const void *bias, int format,
+                           int m, int k, int n, int epilogue, int splits, float *partials, unsigned *counters,
+                           cudaStream_t stream);
 int k_linear_quant_splits(int format, int m, int k, int n, int epilogue, int n_sms);
 
 /* out[n_rows][cols] (fp16) = rows row0 .. row0 + n_rows - 1 of a quantized weight (layouts as for k_linear_quant;

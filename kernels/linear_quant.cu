@@ -14,12 +14,9 @@
 // - INT4: ((word >> 4i) & 0x000f000f) | 0x64006400 is the fp16 pair 1024 + q of two consecutive k (quant.h's nibble
 //   order); subtracting 1024 + z leaves the small integers q - z. Each step's MMAs go to a fresh fp32 accumulator
 //   that is added to the sum times the group's scale, so no weight is ever rounded: the math of the CPU's (q - z) s.
-// The residual-stream fusions are linear_small.cu's (rms_prologue.cuh): RMSNorm of x in the prologue (norm_w), the
-// result added to y (K_LINEAR_ADD).
 #include "common.cuh"
 #include "kernels.h"
 #include "linear_sums.cuh"
-#include "rms_prologue.cuh"
 
 // As in linear_small.cu: the most warps a block may have, the warps per SM the launch aims for; and the k-steps a
 // batch of loads holds at one row tile and one token tile (kernels/bench times the choices).
@@ -140,12 +137,12 @@ __device__ __forceinline__ __half2 zero1024(uint32_t sz)
 template <int FMT, int WARPS, int NT, int EPI>
 __global__ void __launch_bounds__(32 * WARPS)
     linear_quant_kernel(__half *__restrict__ y, const __half *__restrict__ x, const uint8_t *__restrict__ wq,
-                        const __half *__restrict__ scales, const __half *__restrict__ bias,
-                        const __half *__restrict__ norm_w, float eps, bool add, int m, int k, int n,
+                        const __half *__restrict__ scales, const __half *__restrict__ bias, int m, int k, int n,
                         int steps_per_split, float *__restrict__ partials, unsigned *__restrict__ counters)
 {
     constexpr int RT = row_tiles<EPI, NT>(), THREADS = 32 * WARPS, U = batch_steps<FMT, EPI, NT>();
     constexpr int STEP = step_k<FMT>(), MMAS = STEP / 16, XV = STEP / 32;
+    constexpr int FRAG = NT * 4 * 32;                   // accumulator floats of one row tile in a warp
     constexpr int PER = sums_per_thread<WARPS, NT>(); // of those, per thread in the epilogue
 
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
@@ -177,7 +174,6 @@ __global__ void __launch_bounds__(32 * WARPS)
                 }
         }
     };
-    __shared__ float inv_rms[RMS_MAX_TOKENS]; // with norm_w: 1 / rms of each token's x
     auto load_x = [&](step_frags<FMT, RT, NT>(&f)[U], int s0) {
 #pragma unroll
         for (int u = 0; u < U; u++) {
@@ -188,13 +184,8 @@ __global__ void __launch_bounds__(32 * WARPS)
                 const int token = nt * TOKEN_TILE + g;
                 const uint4 *p = reinterpret_cast<const uint4 *>(x + (size_t)token * k + kk);
 #pragma unroll
-                for (int v = 0; v < XV; v++) {
+                for (int v = 0; v < XV; v++)
                     f[u].x[nt][v] = k_ok && token < m ? __ldg(p + v) : make_uint4(0, 0, 0, 0);
-                    if (norm_w && k_ok && token < m) // (one token tile at most above: the norm's loads hit L1)
-                        f[u].x[nt][v] = rms_apply(f[u].x[nt][v],
-                                                  __ldg(reinterpret_cast<const uint4 *>(norm_w + kk) + v),
-                                                  inv_rms[token]);
-                }
             }
         }
     };
@@ -239,8 +230,6 @@ __global__ void __launch_bounds__(32 * WARPS)
     load_w(f0, first); // weights and scales do not depend on the previous kernel: stream them while it finishes
     pdl_wait();
     pdl_launch_dependents();
-    if (norm_w)
-        rms_inv_rows<WARPS>(x, m, k, eps, inv_rms);
     for (int s0 = first; s0 < s_end; s0 += 2 * stride) {
         load_w(f1, s0 + stride);
         load_x(f0, s0);
@@ -252,18 +241,6 @@ __global__ void __launch_bounds__(32 * WARPS)
         mma_batch(f1);
     }
 
-    // K_LINEAR_ADD: the residual's values this thread's epilogue adds to, requested before the warps
-    // meet, so that the wait for them overlaps the sums' (not in the main loop: their registers would be live there).
-    __half old[RT][PER];
-#pragma unroll
-    for (int q = 0; q < PER; q++)
-#pragma unroll
-        for (int rt = 0; rt < RT; rt++) {
-            int token, lr;
-            const bool mine = add && sum_entry<NT>(threadIdx.x + q * THREADS, token, lr) && token < m &&
-                              y_row(rt, lr) < n;
-            old[rt][q] = mine ? y[(size_t)token * n + y_row(rt, lr)] : __float2half(0.0f);
-        }
     // The block's (and with split-K the tile's) sums; splits other than the tile's last are done.
     float sum[RT][PER];
     if (!tile_sums<WARPS, RT, NT>(acc, sum, partials, counters))
@@ -272,8 +249,12 @@ __global__ void __launch_bounds__(32 * WARPS)
     auto scaled = [&](float v, int w_r) { return FMT == K_QUANT_INT8 ? v * __half2float(scales[w_r]) : v; };
 #pragma unroll
     for (int q = 0; q < PER; q++) {
-        int token, lr;
-        if (!sum_entry<NT>(threadIdx.x + q * THREADS, token, lr) || token >= m)
+        const int i = threadIdx.x + q * THREADS;
+        if (i >= FRAG)
+            continue;
+        const int l = i % 32, e = (i / 32) % 4, nt = i / 128;
+        const int lr = l / 4 + (e >= 2 ? 8 : 0), token = nt * TOKEN_TILE + 2 * (l % 4) + (e & 1);
+        if (token >= m)
             continue;
 #pragma unroll
         for (int rt = 0; rt < (EPI == K_LINEAR_SILU_MUL ? 1 : RT); rt++) {
@@ -285,55 +266,56 @@ __global__ void __launch_bounds__(32 * WARPS)
                 v = gelu_tanh(v);
             if (EPI == K_LINEAR_SILU_MUL)
                 v = silu_mul(v, scaled(sum[1][q], w_row(1, lr)) + (bias ? __half2float(bias[n + row]) : 0.0f));
-            store_or_add(y + (size_t)token * n + row, v, add, old[rt][q]);
+            y[(size_t)token * n + row] = __float2half(v);
         }
     }
 }
 
-// One call's arguments, passed down the template dispatch.
-struct quant_args {
-    __half *y;
-    const __half *x;
-    const uint8_t *wq;
-    const __half *scales, *bias, *norm_w;
-    float eps;
-    bool add;
-    int m, k, n, splits;
-    float *partials;
-    unsigned *counters;
-};
-
-template <int FMT, int WARPS, int NT, int EPI> cudaError_t launch(const quant_args &a, cudaStream_t stream)
+template <int FMT, int WARPS, int NT, int EPI>
+cudaError_t launch(__half *y, const __half *x, const uint8_t *wq, const __half *scales, const __half *bias, int m,
+                   int k, int n, int splits, float *partials, unsigned *counters, cudaStream_t stream)
 {
-    const int n_steps = (a.k + step_k<FMT>() - 1) / step_k<FMT>();
-    const int steps_per_split = (n_steps + a.splits - 1) / a.splits;
-    const dim3 grid((a.n + block_rows<EPI, NT>() - 1) / block_rows<EPI, NT>(), a.splits);
-    return fk_launch(linear_quant_kernel<FMT, WARPS, NT, EPI>, grid, dim3(32 * WARPS), 0, stream, a.y, a.x, a.wq,
-                     a.scales, a.bias, a.norm_w, a.eps, a.add, a.m, a.k, a.n, steps_per_split, a.partials,
-                     a.counters);
+    const int n_steps = (k + step_k<FMT>() - 1) / step_k<FMT>();
+    const int steps_per_split = (n_steps + splits - 1) / splits;
+    const dim3 grid((n + block_rows<EPI, NT>() - 1) / block_rows<EPI, NT>(), splits);
+    return fk_launch(linear_quant_kernel<FMT, WARPS, NT, EPI>, grid, dim3(32 * WARPS), 0, stream, y, x, wq, scales,
+                     bias, m, k, n, steps_per_split, partials, counters);
 }
 
-template <int FMT, int NT, int EPI> cudaError_t launch_warps(const quant_args &a, cudaStream_t stream)
+template <int FMT, int NT, int EPI>
+cudaError_t launch_warps(__half *y, const __half *x, const uint8_t *wq, const __half *scales, const __half *bias,
+                         int m, int k, int n, int splits, float *partials, unsigned *counters, cudaStream_t stream)
 {
-    switch (warps_for((a.k + step_k<FMT>() - 1) / step_k<FMT>(), batch_steps<FMT, EPI, NT>())) {
-    case 4: return launch<FMT, 4, NT, EPI>(a, stream);
-    case 8: return launch<FMT, 8, NT, EPI>(a, stream);
-    default: return launch<FMT, FK_QLINEAR_MAX_WARPS, NT, EPI>(a, stream);
+    switch (warps_for((k + step_k<FMT>() - 1) / step_k<FMT>(), batch_steps<FMT, EPI, NT>())) {
+    case 4: return launch<FMT, 4, NT, EPI>(y, x, wq, scales, bias, m, k, n, splits, partials, counters, stream);
+    case 8: return launch<FMT, 8, NT, EPI>(y, x, wq, scales, bias, m, k, n, splits, partials, counters, stream);
+    default:
+        return launch<FMT, FK_QLINEAR_MAX_WARPS, NT, EPI>(y, x, wq, scales, bias, m, k, n, splits, partials, counters,
+                                                          stream);
     }
 }
 
-template <int FMT, int EPI> cudaError_t launch_m(const quant_args &a, cudaStream_t stream)
+template <int FMT, int EPI>
+cudaError_t launch_m(__half *y, const __half *x, const uint8_t *wq, const __half *scales, const __half *bias, int m,
+                     int k, int n, int splits, float *partials, unsigned *counters, cudaStream_t stream)
 {
-    return a.m <= TOKEN_TILE ? launch_warps<FMT, 1, EPI>(a, stream) : launch_warps<FMT, 2, EPI>(a, stream);
+    return m <= TOKEN_TILE
+               ? launch_warps<FMT, 1, EPI>(y, x, wq, scales, bias, m, k, n, splits, partials, counters, stream)
+               : launch_warps<FMT, 2, EPI>(y, x, wq, scales, bias, m, k, n, splits, partials, counters, stream);
 }
 
-template <int FMT> cudaError_t launch_epilogue(const quant_args &a, int epilogue, cudaStream_t stream)
+template <int FMT>
+cudaError_t launch_epilogue(__half *y, const __half *x, const uint8_t *wq, const __half *scales, const __half *bias,
+                            int m, int k, int n, int epilogue, int splits, float *partials, unsigned *counters,
+                            cudaStream_t stream)
 {
     switch (epilogue) {
     case K_LINEAR_PLAIN:
-    case K_LINEAR_ADD: return launch_m<FMT, K_LINEAR_PLAIN>(a, stream);
-    case K_LINEAR_GELU: return launch_m<FMT, K_LINEAR_GELU>(a, stream);
-    case K_LINEAR_SILU_MUL: return launch_m<FMT, K_LINEAR_SILU_MUL>(a, stream);
+        return launch_m<FMT, K_LINEAR_PLAIN>(y, x, wq, scales, bias, m, k, n, splits, partials, counters, stream);
+    case K_LINEAR_GELU:
+        return launch_m<FMT, K_LINEAR_GELU>(y, x, wq, scales, bias, m, k, n, splits, partials, counters, stream);
+    case K_LINEAR_SILU_MUL:
+        return launch_m<FMT, K_LINEAR_SILU_MUL>(y, x, wq, scales, bias, m, k, n, splits, partials, counters, stream);
     default: return cudaErrorInvalidValue;
     }
 }
@@ -360,31 +342,22 @@ extern "C" int k_linear_quant_splits(int format, int m, int k, int n, int epilog
 }
 
 extern "C" cudaError_t k_linear_quant(void *y, const void *x, const void *data, const void *scales, const void *bias,
-                                      const void *norm_w, float eps, int format, int m, int k, int n, int epilogue,
-                                      int splits, float *partials, unsigned *counters, cudaStream_t stream)
+                                      int format, int m, int k, int n, int epilogue, int splits, float *partials,
+                                      unsigned *counters, cudaStream_t stream)
 {
     if (m <= 0 || n <= 0)
         return cudaSuccess;
     if (m > K_LINEAR_QUANT_MAX_M || k <= 0 || k % (format == K_QUANT_INT8 ? 16 : GROUP) || splits < 1 ||
         (splits > 1 && (!partials || !counters || (n + TILE_ROWS - 1) / TILE_ROWS > K_LINEAR_SMALL_COUNTERS)))
         return cudaErrorInvalidValue;
-    const quant_args a = {(__half *)y,
-                          (const __half *)x,
-                          (const uint8_t *)data,
-                          (const __half *)scales,
-                          (const __half *)bias,
-                          (const __half *)norm_w,
-                          eps,
-                          epilogue == K_LINEAR_ADD,
-                          m,
-                          k,
-                          n,
-                          splits,
-                          partials,
-                          counters};
+    __half *yh = (__half *)y;
+    const __half *xh = (const __half *)x, *sh = (const __half *)scales, *bh = (const __half *)bias;
+    const uint8_t *wq = (const uint8_t *)data;
     switch (format) {
-    case K_QUANT_INT8: return launch_epilogue<K_QUANT_INT8>(a, epilogue, stream);
-    case K_QUANT_INT4: return launch_epilogue<K_QUANT_INT4>(a, epilogue, stream);
+    case K_QUANT_INT8:
+        return launch_epilogue<K_QUANT_INT8>(yh, xh, wq, sh, bh, m, k, n, epilogue, splits, partials, counters, stream);
+    case K_QUANT_INT4:
+        return launch_epilogue<K_QUANT_INT4>(yh, xh, wq, sh, bh, m, k, n, epilogue, splits, partials, counters, stream);
     default: return cudaErrorInvalidValue;
     }
 }

@@ -11,12 +11,9 @@
 // order (so the result does not depend on timing) before the epilogue. Each warp keeps two batches of U k-steps of
 // weights in flight (the next is requested before the current is used), the first before waiting for the previous
 // kernel (PDL). fp32 accumulation throughout. Turing (sm_75) runs the same code with m16n8k8 pairs (common.cuh).
-// Two fusions with the residual stream around the linear (rms_prologue.cuh): x may be the residual, normalized by
-// RMSNorm in the prologue (norm_w), and y may be the residual, the result added to it (K_LINEAR_ADD).
 #include "common.cuh"
 #include "kernels.h"
 #include "linear_sums.cuh"
-#include "rms_prologue.cuh"
 
 // The most warps a block may have, and the warps per SM the launch aims for at 4 KB of weights per batch (kernels/bench
 // times the choices; with smaller batches it aims for proportionally more warps).
@@ -86,14 +83,13 @@ int warps_for(int steps, int epi, int nt)
 template <int WARPS, int NT, int EPI>
 __global__ void __launch_bounds__(32 * WARPS) linear_small_kernel(__half *__restrict__ y, const __half *__restrict__ x,
                                                                  const __half *__restrict__ w,
-                                                                 const __half *__restrict__ bias,
-                                                                 const __half *__restrict__ norm_w, float eps, bool add,
-                                                                 int m, int k, int n, int steps_per_split,
-                                                                 float *__restrict__ partials,
+                                                                 const __half *__restrict__ bias, int m, int k, int n,
+                                                                 int steps_per_split, float *__restrict__ partials,
                                                                  unsigned *__restrict__ counters)
 {
     constexpr int RT = row_tiles(EPI, NT), THREADS = 32 * WARPS, U = batch_steps(EPI, NT);
     static_assert(WARPS <= max_warps(EPI, NT), "the warps' sums exceed the shared memory");
+    constexpr int FRAG = NT * 4 * 32;               // accumulator floats of one row tile in a warp
     constexpr int PER = sums_per_thread<WARPS, NT>(); // of those, per thread in the epilogue
 
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
@@ -119,20 +115,16 @@ __global__ void __launch_bounds__(32 * WARPS) linear_small_kernel(__half *__rest
                                         : make_uint4(0, 0, 0, 0);
         }
     };
-    __shared__ float inv_rms[RMS_MAX_TOKENS]; // with norm_w: 1 / rms of each token's x
     auto load_x = [&](step_frags<RT, NT>(&f)[U], int s0) {
 #pragma unroll
         for (int u = 0; u < U; u++) {
             const int s = s0 + u, kk = s * STEP + 8 * t;
             const bool k_ok = s < s_end && kk < k;
-            const uint4 nw = norm_w && k_ok ? __ldg(reinterpret_cast<const uint4 *>(norm_w + kk)) : uint4{};
 #pragma unroll
             for (int nt = 0; nt < NT; nt++) {
                 const int token = nt * TOKEN_TILE + g;
                 f[u].x[nt] = k_ok && token < m ? __ldg(reinterpret_cast<const uint4 *>(x + (size_t)token * k + kk))
                                                : make_uint4(0, 0, 0, 0);
-                if (norm_w && k_ok && token < m)
-                    f[u].x[nt] = rms_apply(f[u].x[nt], nw, inv_rms[token]);
             }
         }
     };
@@ -162,8 +154,6 @@ __global__ void __launch_bounds__(32 * WARPS) linear_small_kernel(__half *__rest
     load_w(f0, first); // weights do not depend on the previous kernel: stream them while it finishes
     pdl_wait();
     pdl_launch_dependents();
-    if (norm_w)
-        rms_inv_rows<WARPS>(x, m, k, eps, inv_rms);
     for (int s0 = first; s0 < s_end; s0 += 2 * stride) {
         load_w(f1, s0 + stride);
         load_x(f0, s0);
@@ -175,18 +165,6 @@ __global__ void __launch_bounds__(32 * WARPS) linear_small_kernel(__half *__rest
         mma_batch(f1);
     }
 
-    // K_LINEAR_ADD: the residual's values this thread's epilogue adds to, requested before the warps
-    // meet, so that the wait for them overlaps the sums' (not in the main loop: their registers would be live there).
-    __half old[RT][PER];
-#pragma unroll
-    for (int q = 0; q < PER; q++)
-#pragma unroll
-        for (int rt = 0; rt < RT; rt++) {
-            int token, lr;
-            const bool mine = add && sum_entry<NT>(threadIdx.x + q * THREADS, token, lr) && token < m &&
-                              y_row(rt, lr) < n;
-            old[rt][q] = mine ? y[(size_t)token * n + y_row(rt, lr)] : __float2half(0.0f);
-        }
     // The block's (and with split-K the tile's) sums; splits other than the tile's last are done.
     float sum[RT][PER];
     if (!tile_sums<WARPS, RT, NT>(acc, sum, partials, counters))
@@ -194,8 +172,12 @@ __global__ void __launch_bounds__(32 * WARPS) linear_small_kernel(__half *__rest
 
 #pragma unroll
     for (int q = 0; q < PER; q++) {
-        int token, lr;
-        if (!sum_entry<NT>(threadIdx.x + q * THREADS, token, lr) || token >= m)
+        const int i = threadIdx.x + q * THREADS;
+        if (i >= FRAG)
+            continue;
+        const int l = i % 32, e = (i / 32) % 4, nt = i / 128;
+        const int lr = l / 4 + (e >= 2 ? 8 : 0), token = nt * TOKEN_TILE + 2 * (l % 4) + (e & 1);
+        if (token >= m)
             continue;
 #pragma unroll
         for (int rt = 0; rt < (EPI == K_LINEAR_SILU_MUL ? 1 : RT); rt++) {
@@ -207,29 +189,20 @@ __global__ void __launch_bounds__(32 * WARPS) linear_small_kernel(__half *__rest
                 v = gelu_tanh(v);
             if (EPI == K_LINEAR_SILU_MUL)
                 v = silu_mul(v, sum[1][q] + (bias ? __half2float(bias[n + row]) : 0.0f));
-            store_or_add(y + (size_t)token * n + row, v, add, old[rt][q]);
+            y[(size_t)token * n + row] = __float2half(v);
         }
     }
 }
 
-// One call's arguments, passed down the template dispatch.
-struct small_args {
-    __half *y;
-    const __half *x, *w, *bias, *norm_w;
-    float eps;
-    bool add;
-    int m, k, n, splits;
-    float *partials;
-    unsigned *counters;
-};
-
-template <int WARPS, int NT, int EPI> cudaError_t launch(const small_args &a, cudaStream_t stream)
+template <int WARPS, int NT, int EPI>
+cudaError_t launch(__half *y, const __half *x, const __half *w, const __half *bias, int m, int k, int n, int splits,
+                   float *partials, unsigned *counters, cudaStream_t stream)
 {
-    const int n_steps = (a.k + STEP - 1) / STEP;
-    const int steps_per_split = (n_steps + a.splits - 1) / a.splits;
-    const dim3 grid((a.n + block_rows(EPI, NT) - 1) / block_rows(EPI, NT), a.splits);
-    return fk_launch(linear_small_kernel<WARPS, NT, EPI>, grid, dim3(32 * WARPS), 0, stream, a.y, a.x, a.w, a.bias,
-                     a.norm_w, a.eps, a.add, a.m, a.k, a.n, steps_per_split, a.partials, a.counters);
+    const int n_steps = (k + STEP - 1) / STEP;
+    const int steps_per_split = (n_steps + splits - 1) / splits;
+    const dim3 grid((n + block_rows(EPI, NT) - 1) / block_rows(EPI, NT), splits);
+    return fk_launch(linear_small_kernel<WARPS, NT, EPI>, grid, dim3(32 * WARPS), 0, stream, y, x, w, bias, m, k, n,
+                     steps_per_split, partials, counters);
 }
 
 // WARPS capped at what the shape allows, so that no template with too much shared memory is instantiated.
@@ -238,22 +211,28 @@ constexpr int capped(int warps, int epi, int nt)
     return warps < max_warps(epi, nt) ? warps : max_warps(epi, nt);
 }
 
-template <int NT, int EPI> cudaError_t launch_warps(const small_args &a, cudaStream_t stream)
+template <int NT, int EPI>
+cudaError_t launch_warps(__half *y, const __half *x, const __half *w, const __half *bias, int m, int k, int n,
+                         int splits, float *partials, unsigned *counters, cudaStream_t stream)
 {
-    switch (warps_for((a.k + STEP - 1) / STEP, EPI, NT)) {
-    case 4: return launch<4, NT, EPI>(a, stream);
-    case 8: return launch<capped(8, EPI, NT), NT, EPI>(a, stream);
-    default: return launch<capped(FK_LINEAR_MAX_WARPS, EPI, NT), NT, EPI>(a, stream);
+    switch (warps_for((k + STEP - 1) / STEP, EPI, NT)) {
+    case 4: return launch<4, NT, EPI>(y, x, w, bias, m, k, n, splits, partials, counters, stream);
+    case 8: return launch<capped(8, EPI, NT), NT, EPI>(y, x, w, bias, m, k, n, splits, partials, counters, stream);
+    default:
+        return launch<capped(FK_LINEAR_MAX_WARPS, EPI, NT), NT, EPI>(y, x, w, bias, m, k, n, splits, partials, counters,
+                                                                    stream);
     }
 }
 
-template <int EPI> cudaError_t launch_m(const small_args &a, cudaStream_t stream)
+template <int EPI>
+cudaError_t launch_m(__half *y, const __half *x, const __half *w, const __half *bias, int m, int k, int n,
+                     int splits, float *partials, unsigned *counters, cudaStream_t stream)
 {
-    switch (token_tiles(a.m)) {
-    case 1: return launch_warps<1, EPI>(a, stream);
-    case 2: return launch_warps<2, EPI>(a, stream);
-    case 4: return launch_warps<4, EPI>(a, stream);
-    default: return launch_warps<8, EPI>(a, stream);
+    switch (token_tiles(m)) {
+    case 1: return launch_warps<1, EPI>(y, x, w, bias, m, k, n, splits, partials, counters, stream);
+    case 2: return launch_warps<2, EPI>(y, x, w, bias, m, k, n, splits, partials, counters, stream);
+    case 4: return launch_warps<4, EPI>(y, x, w, bias, m, k, n, splits, partials, counters, stream);
+    default: return launch_warps<8, EPI>(y, x, w, bias, m, k, n, splits, partials, counters, stream);
     }
 }
 
@@ -278,22 +257,22 @@ extern "C" int k_linear_small_splits(int m, int k, int n, int epilogue, int n_sm
     return splits < 1 ? 1 : splits;
 }
 
-extern "C" cudaError_t k_linear_small(void *y, const void *x, const void *w, const void *bias, const void *norm_w,
-                                      float eps, int m, int k, int n, int epilogue, int splits, float *partials,
-                                      unsigned *counters, cudaStream_t stream)
+extern "C" cudaError_t k_linear_small(void *y, const void *x, const void *w, const void *bias, int m, int k, int n,
+                                      int epilogue, int splits, float *partials, unsigned *counters,
+                                      cudaStream_t stream)
 {
     if (m <= 0 || n <= 0)
         return cudaSuccess;
     if (m > K_LINEAR_SMALL_MAX_M || k <= 0 || k % 8 || splits < 1 ||
         (splits > 1 && (!partials || !counters || (n + TILE_ROWS - 1) / TILE_ROWS > K_LINEAR_SMALL_COUNTERS)))
         return cudaErrorInvalidValue;
-    const small_args a = {(__half *)y,    (const __half *)x, (const __half *)w, (const __half *)bias,
-                          (const __half *)norm_w, eps, epilogue == K_LINEAR_ADD, m, k, n, splits, partials, counters};
+    __half *yh = (__half *)y;
+    const __half *xh = (const __half *)x, *wh = (const __half *)w, *bh = (const __half *)bias;
     switch (epilogue) {
-    case K_LINEAR_PLAIN:
-    case K_LINEAR_ADD: return launch_m<K_LINEAR_PLAIN>(a, stream);
-    case K_LINEAR_GELU: return launch_m<K_LINEAR_GELU>(a, stream);
-    case K_LINEAR_SILU_MUL: return launch_m<K_LINEAR_SILU_MUL>(a, stream);
+    case K_LINEAR_PLAIN: return launch_m<K_LINEAR_PLAIN>(yh, xh, wh, bh, m, k, n, splits, partials, counters, stream);
+    case K_LINEAR_GELU: return launch_m<K_LINEAR_GELU>(yh, xh, wh, bh, m, k, n, splits, partials, counters, stream);
+    case K_LINEAR_SILU_MUL:
+        return launch_m<K_LINEAR_SILU_MUL>(yh, xh, wh, bh, m, k, n, splits, partials, counters, stream);
     default: return cudaErrorInvalidValue;
     }
 }

@@ -10,17 +10,6 @@ template <int WARPS, int NT> __host__ __device__ constexpr int sums_per_thread()
     return (NT * 128 + 32 * WARPS - 1) / (32 * WARPS);
 }
 
-// Entry i of a row tile's sums (tile_sums' order, the epilogue's): its token and local row (0..15); false past the
-// tile's NT x 128 entries.
-template <int NT> __device__ __forceinline__ bool sum_entry(int i, int &token, int &lr)
-{
-    if (i >= NT * 128)
-        return false;
-    const int l = i % 32, e = (i / 32) % 4, nt = i / 128;
-    lr = l / 4 + (e >= 2 ? 8 : 0), token = nt * 8 + 2 * (l % 4) + (e & 1);
-    return true;
-}
-
 // The block's sums of its tile of y, from each warp's acc[rt][nt][e]: sum[rt][q] holds entry i = threadIdx.x +
 // q * 32 WARPS of row tile rt, i.e. accumulator e of lane l of token tile nt for i = (nt * 4 + e) * 32 + l (local row
 // g(l) + 8 (e >= 2), token nt * 8 + 2 t(l) + (e & 1)); entries past NT x 128 are 0. With split-K (gridDim.y > 1)

@@ -14,7 +14,6 @@
 #ifndef FK_BACKEND_H
 #define FK_BACKEND_H
 
-#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -144,20 +143,6 @@ typedef struct backend_ops {
      * its activation fused into the GEMM's epilogue. */
     fk_status (*linear_gelu)(backend *b, void *y, const void *x, const qweight *w, const void *bias, int n, int in,
                              int out, fk_error *err);
-
-    /* Optional (NULL on backends without them): the residual stream's RMSNorm and add fused into the linears around
-     * it, for passes the backend takes them for; the model otherwise runs add_rms_norm between plain linears.
-     * norm_fused: whether rms_linear and linear_residual take W (as upload_linear stored it) for n tokens.
-     * rms_linear: y = (RMSNorm(residual[n][in]) * norm_w) · W^T + bias, rounded as add_rms_norm then linear would
-     *   (residual is only read); with silu_mul, linear_silu_mul's form: W = [gate | up] [2 out][in], y [n][out].
-     * linear_residual: residual[n][out] += x[n][in] · W^T + bias, the sum rounded to act first (linear, then the
-     *   add of add_rms_norm).
-     * Both fail with FK_ERR_INVALID_ARGUMENT where norm_fused is false. */
-    bool (*norm_fused)(const backend *b, const qweight *w, int n);
-    fk_status (*rms_linear)(backend *b, void *y, const void *residual, const void *norm_w, float eps,
-                            const qweight *w, const void *bias, int n, int in, int out, bool silu_mul, fk_error *err);
-    fk_status (*linear_residual)(backend *b, void *residual, const void *x, const qweight *w, const void *bias, int n,
-                                 int in, int out, fk_error *err);
 
     /* out[m][d] = x[rows[i]]. */
     fk_status (*gather_rows)(backend *b, void *out, const void *x, const int32_t *rows, int m, int d, fk_error *err);

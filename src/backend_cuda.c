@@ -35,7 +35,6 @@ typedef struct cuda_backend {
     unsigned *linear_counters;
     int quant_small_max_m; /* quantized linears of up to this many tokens run k_linear_quant, 16 tokens a pass
                             * (FK_QUANT_SMALL_MAX_M) */
-    bool norm_fusion;      /* norm_fused may say yes: RMSNorm and the residual add in the small linears (FK_FUSED_NORM) */
     void *dequant;         /* larger batches: a quantized weight dequantized to fp16 here, for cuBLAS */
     size_t dequant_bytes;  /* its size: the largest quantized weight uploaded, at most dequant_cap */
     size_t dequant_cap;    /* (FK_DEQUANT_SCRATCH_MB); a larger weight is dequantized a chunk of rows at a time */
@@ -309,24 +308,16 @@ static bool small_linear(const cuda_backend *cb, int n, int in, int out, const v
     return n <= max_m && in % 8 == 0 && (uintptr_t)x % 16 == 0 && (uintptr_t)w % 16 == 0;
 }
 
-/* The input norm of a small linear: x normalized by RMSNorm with w (NULL: x as it is). */
-typedef struct input_norm {
-    const void *w;
-    float eps;
-} input_norm;
-
-static const input_norm no_norm = {NULL, 0.0f};
-
 /* k_linear_small in passes of up to K_LINEAR_SMALL_MAX_M tokens (each pass reads W once). */
-static fk_status run_small_linear(cuda_backend *cb, void *y, const void *x, const void *w, const void *bias,
-                                  input_norm norm, int n, int in, int out, int epilogue, fk_error *err)
+static fk_status run_small_linear(cuda_backend *cb, void *y, const void *x, const void *w, const void *bias, int n,
+                                  int in, int out, int epilogue, fk_error *err)
 {
     for (int t0 = 0; t0 < n; t0 += K_LINEAR_SMALL_MAX_M) {
         const int m = n - t0 < K_LINEAR_SMALL_MAX_M ? n - t0 : K_LINEAR_SMALL_MAX_M;
         const int splits = k_linear_small_splits(m, in, out, epilogue, cb->n_sms);
         fk_status s = launched(k_linear_small((uint16_t *)y + (size_t)t0 * out, (const uint16_t *)x + (size_t)t0 * in,
-                                              w, bias, norm.w, norm.eps, m, in, out, epilogue, splits,
-                                              cb->linear_partials, cb->linear_counters, cb->stream),
+                                              w, bias, m, in, out, epilogue, splits, cb->linear_partials,
+                                              cb->linear_counters, cb->stream),
                                "linear_small", err);
         if (s)
             return s;
@@ -371,7 +362,7 @@ static fk_status plain_linear(cuda_backend *cb, void *y, const void *x, const vo
                               int out, bool gelu, fk_error *err)
 {
     if (small_linear(cb, n, in, out, x, w))
-        return run_small_linear(cb, y, x, w, bias, no_norm, n, in, out, gelu ? K_LINEAR_GELU : K_LINEAR_PLAIN, err);
+        return run_small_linear(cb, y, x, w, bias, n, in, out, gelu ? K_LINEAR_GELU : K_LINEAR_PLAIN, err);
     return gemm_linear(cb, y, x, w, bias, n, in, out, gelu, err);
 }
 
@@ -382,15 +373,15 @@ static bool quant_small(const cuda_backend *cb, int n, int in, const void *x)
 }
 
 /* k_linear_quant in passes of up to 16 tokens (each pass reads the packed weights once). */
-static fk_status run_quant_small(cuda_backend *cb, void *y, const void *x, const qweight *w, const void *bias,
-                                 input_norm norm, int n, int in, int out, int epilogue, fk_error *err)
+static fk_status run_quant_small(cuda_backend *cb, void *y, const void *x, const qweight *w, const void *bias, int n,
+                                 int in, int out, int epilogue, fk_error *err)
 {
     for (int t0 = 0; t0 < n; t0 += K_LINEAR_QUANT_MAX_M) {
         const int m = n - t0 < K_LINEAR_QUANT_MAX_M ? n - t0 : K_LINEAR_QUANT_MAX_M;
         const int splits = k_linear_quant_splits(w->format, m, in, out, epilogue, cb->n_sms);
         fk_status s = launched(k_linear_quant((uint16_t *)y + (size_t)t0 * out, (const uint16_t *)x + (size_t)t0 * in,
-                                              w->data, w->scales, bias, norm.w, norm.eps, w->format, m, in, out,
-                                              epilogue, splits, cb->linear_partials, cb->linear_counters, cb->stream),
+                                              w->data, w->scales, bias, w->format, m, in, out, epilogue, splits,
+                                              cb->linear_partials, cb->linear_counters, cb->stream),
                                "linear_quant", err);
         if (s)
             return s;
@@ -436,7 +427,7 @@ static fk_status cuda_linear(backend *b, void *y, const void *x, const qweight *
     if (w->format == FK_QUANT_NONE)
         return plain_linear(cb, y, x, w->data, bias, n, in, out, false, err);
     if (quant_small(cb, n, in, x))
-        return run_quant_small(cb, y, x, w, bias, no_norm, n, in, out, K_LINEAR_PLAIN, err);
+        return run_quant_small(cb, y, x, w, bias, n, in, out, K_LINEAR_PLAIN, err);
     return dequant_linear(cb, y, x, w, bias, n, in, out, false, err);
 }
 
@@ -447,7 +438,7 @@ static fk_status cuda_linear_gelu(backend *b, void *y, const void *x, const qwei
     if (w->format == FK_QUANT_NONE)
         return plain_linear(cb, y, x, w->data, bias, n, in, out, true, err);
     if (quant_small(cb, n, in, x))
-        return run_quant_small(cb, y, x, w, bias, no_norm, n, in, out, K_LINEAR_GELU, err);
+        return run_quant_small(cb, y, x, w, bias, n, in, out, K_LINEAR_GELU, err);
     return dequant_linear(cb, y, x, w, bias, n, in, out, true, err);
 }
 
@@ -456,57 +447,13 @@ static fk_status cuda_linear_silu_mul(backend *b, void *out, void *scratch, cons
 {
     cuda_backend *cb = cb_of(b);
     if (w->format == FK_QUANT_NONE && small_linear(cb, n, in, f, x, w->data))
-        return run_small_linear(cb, out, x, w->data, bias, no_norm, n, in, f, K_LINEAR_SILU_MUL, err);
+        return run_small_linear(cb, out, x, w->data, bias, n, in, f, K_LINEAR_SILU_MUL, err);
     if (w->format != FK_QUANT_NONE && quant_small(cb, n, in, x))
-        return run_quant_small(cb, out, x, w, bias, no_norm, n, in, f, K_LINEAR_SILU_MUL, err);
+        return run_quant_small(cb, out, x, w, bias, n, in, f, K_LINEAR_SILU_MUL, err);
     fk_status s = cuda_linear(b, scratch, x, w, bias, n, in, 2 * f, err);
     if (s)
         return s;
     return launched(k_silu_mul(out, scratch, n, f, cb->stream), "silu_mul", err);
-}
-
-/* The residual-stream fusions run in the small linears (ours, on fp16 or packed weights), for the token counts
- * those take a weight at: up to the aligned-row limit for fp16 (the residual and the activations are whole rows of
- * 16-byte vectors), k_linear_quant's limit for quantized weights. */
-static bool cuda_norm_fused(const backend *b, const qweight *w, int n)
-{
-    const cuda_backend *cb = (const cuda_backend *)b;
-    if (!cb->norm_fusion || n < 1)
-        return false;
-    if (w->format == FK_QUANT_NONE)
-        return n <= cb->small_linear_max_m && w->cols % 8 == 0 && (uintptr_t)w->data % 16 == 0;
-    return n <= cb->quant_small_max_m && w->cols % 16 == 0;
-}
-
-static fk_status not_fused(const char *op, const qweight *w, int n, fk_error *err)
-{
-    return fk_error_set(err, FK_ERR_INVALID_ARGUMENT, "cuda: %s does not take a %d x %d %s weight for %d tokens", op,
-                        w->rows, w->cols, fk_quantization_name(w->format), n);
-}
-
-static fk_status cuda_rms_linear(backend *b, void *y, const void *residual, const void *norm_w, float eps,
-                                 const qweight *w, const void *bias, int n, int in, int out, bool silu_mul,
-                                 fk_error *err)
-{
-    cuda_backend *cb = cb_of(b);
-    if (!cuda_norm_fused(b, w, n) || in != w->cols)
-        return not_fused("rms_linear", w, n, err);
-    const input_norm norm = {norm_w, eps};
-    const int epilogue = silu_mul ? K_LINEAR_SILU_MUL : K_LINEAR_PLAIN;
-    if (w->format == FK_QUANT_NONE)
-        return run_small_linear(cb, y, residual, w->data, bias, norm, n, in, out, epilogue, err);
-    return run_quant_small(cb, y, residual, w, bias, norm, n, in, out, epilogue, err);
-}
-
-static fk_status cuda_linear_residual(backend *b, void *residual, const void *x, const qweight *w, const void *bias,
-                                      int n, int in, int out, fk_error *err)
-{
-    cuda_backend *cb = cb_of(b);
-    if (!cuda_norm_fused(b, w, n) || in != w->cols)
-        return not_fused("linear_residual", w, n, err);
-    if (w->format == FK_QUANT_NONE)
-        return run_small_linear(cb, residual, x, w->data, bias, no_norm, n, in, out, K_LINEAR_ADD, err);
-    return run_quant_small(cb, residual, x, w, bias, no_norm, n, in, out, K_LINEAR_ADD, err);
 }
 
 static fk_status cuda_rope_store_kv(backend *b, void *qkv, const int32_t *positions, const float *inv_freq,
@@ -746,9 +693,6 @@ static const backend_ops cuda_ops = {
     .attention = cuda_attention,
     .linear_silu_mul = cuda_linear_silu_mul,
     .linear_gelu = cuda_linear_gelu,
-    .norm_fused = cuda_norm_fused,
-    .rms_linear = cuda_rms_linear,
-    .linear_residual = cuda_linear_residual,
     .gather_rows = cuda_gather_rows,
     .fill_ids = cuda_fill_ids,
     .capture_begin = cuda_capture_begin,
@@ -782,8 +726,7 @@ static fk_status gelu_epilogue_choice(bool *by_cublaslt, fk_error *err)
  * QUANT_SMALL_MAX_M_DEFAULT: quantized linears of up to this many tokens run k_linear_quant, 16 tokens a pass; 0
  * dequantizes every one for cuBLAS),
  * FK_DEQUANT_SCRATCH_MB (1..65536, default DEQUANT_SCRATCH_MB_DEFAULT), FK_PDL (0 turns programmatic dependent launch
- * off), FK_PREFILL_HOPPER (0 keeps prefill attention on the mma.sync kernel on a Hopper too) and FK_FUSED_NORM (0:
- * norm_fused always says no, so the model runs add_rms_norm between plain linears). */
+ * off) and FK_PREFILL_HOPPER (0 keeps prefill attention on the mma.sync kernel on a Hopper too). */
 static fk_status env_int(const char *name, int lo, int hi, int *v, fk_error *err)
 {
     const char *s = getenv(name);
@@ -803,17 +746,15 @@ static fk_status tuning_from_env(cuda_backend *cb, fk_error *err)
     cb->small_linear_max_m = SMALL_LINEAR_MAX_M_DEFAULT;
     cb->unaligned_max_m = UNALIGNED_MAX_M_DEFAULT;
     cb->quant_small_max_m = QUANT_SMALL_MAX_M_DEFAULT;
-    int pdl = 1, hopper = 1, fused_norm = 1, enabled, scratch_mb = DEQUANT_SCRATCH_MB_DEFAULT;
+    int pdl = 1, hopper = 1, enabled, scratch_mb = DEQUANT_SCRATCH_MB_DEFAULT;
     fk_status s;
     if ((s = gelu_epilogue_choice(&cb->gelu_by_cublaslt, err)) ||
         (s = env_int("FK_SMALL_LINEAR_MAX_M", 0, K_LINEAR_SMALL_MAX_M, &cb->small_linear_max_m, err)) ||
         (s = env_int("FK_SMALL_LINEAR_UNALIGNED_MAX_M", 0, 1 << 20, &cb->unaligned_max_m, err)) ||
         (s = env_int("FK_QUANT_SMALL_MAX_M", 0, 256, &cb->quant_small_max_m, err)) ||
         (s = env_int("FK_DEQUANT_SCRATCH_MB", 1, 65536, &scratch_mb, err)) ||
-        (s = env_int("FK_PDL", 0, 1, &pdl, err)) || (s = env_int("FK_PREFILL_HOPPER", 0, 1, &hopper, err)) ||
-        (s = env_int("FK_FUSED_NORM", 0, 1, &fused_norm, err)))
+        (s = env_int("FK_PDL", 0, 1, &pdl, err)) || (s = env_int("FK_PREFILL_HOPPER", 0, 1, &hopper, err)))
         return s;
-    cb->norm_fusion = fused_norm;
     cb->dequant_cap = (size_t)scratch_mb << 20;
     CUDA_OK(k_pdl_configure(pdl, &enabled), "programmatic dependent launch");
     CUDA_OK(k_attention_prefill_tile_rows(hopper, &cb->prefill_tile_rows), "prefill kernel choice");

@@ -186,19 +186,6 @@ static fk_status add_norm(fk_model *m, forward_ws *ws, void *out, void *residual
     return be->ops->add_layer_norm(be, out, residual, x, w, bias, n, c->hidden_size, c->norm_eps, err);
 }
 
-/* Whether a pass of n tokens runs the residual stream's RMSNorms inside the linears (the backend's norm_fused, for
- * every linear of a block; the layers share shapes and format): the attention's norm in q|k|v's prologue, the MLP's
- * in gate|up's, and o and down add their outputs to the residual themselves, so no norm runs between them. */
-static bool norm_fused(const fk_model *m, int n)
-{
-    const backend_ops *ops = m->be->ops;
-    if (m->cfg.arch == ARCH_GPT2 || !ops->norm_fused || m->cfg.n_layers == 0)
-        return false;
-    const layer_weights *l = &m->w.layers[0];
-    return ops->norm_fused(m->be, &l->qkv_w, n) && ops->norm_fused(m->be, &l->o_w, n) &&
-           ops->norm_fused(m->be, &l->up_w, n) && ops->norm_fused(m->be, &l->down_w, n);
-}
-
 /* The MLP of layer l: normed [n][d] → proj [n][d]. */
 static fk_status mlp(fk_model *m, forward_ws *ws, const layer_weights *l, int n, fk_error *err)
 {
@@ -249,7 +236,7 @@ static bool all_rows_in_order(const batch *b)
 }
 
 /* Layer i up to its attention, on n tokens: residual += sublayer_out (if any), normed = norm1(residual), qkv, RoPE
- * and the KV store. Fused (norm_fused): qkv = q|k|v(norm1(residual)), the sublayer's output already added. */
+ * and the KV store. */
 static fk_status layer_in(fk_model *m, forward_ws *ws, const kv_cache *kv, int i, int n, const void *sublayer_out,
                           fk_error *err)
 {
@@ -258,14 +245,10 @@ static fk_status layer_in(fk_model *m, forward_ws *ws, const kv_cache *kv, int i
     const layer_weights *l = &m->w.layers[i];
     const int qkv_dim = (c->n_heads + 2 * c->n_kv_heads) * c->head_dim;
     fk_status s;
-    if (norm_fused(m, n)) { /* the sublayer's output is in the residual already */
-        if (!(s = mark(m, ws, FK_OP_LINEAR, err)))
-            s = be->ops->rms_linear(be, ws->qkv, ws->residual, l->norm1_w, c->norm_eps, &l->qkv_w, l->qkv_b, n,
-                                    c->hidden_size, qkv_dim, false, err);
-    } else if (!(s = add_norm(m, ws, ws->normed, ws->residual, sublayer_out, l->norm1_w, l->norm1_b, n, err)) &&
-             !(s = mark(m, ws, FK_OP_LINEAR, err)))
-        s = be->ops->linear(be, ws->qkv, ws->normed, &l->qkv_w, l->qkv_b, n, c->hidden_size, qkv_dim, err);
-    if (s || (s = mark(m, ws, FK_OP_OTHER, err)))
+    if ((s = add_norm(m, ws, ws->normed, ws->residual, sublayer_out, l->norm1_w, l->norm1_b, n, err)) ||
+        (s = mark(m, ws, FK_OP_LINEAR, err)) ||
+        (s = be->ops->linear(be, ws->qkv, ws->normed, &l->qkv_w, l->qkv_b, n, c->hidden_size, qkv_dim, err)) ||
+        (s = mark(m, ws, FK_OP_OTHER, err)))
         return fk_error_prefix(err, s, "layer %d: ", i);
     s = be->ops->rope_store_kv(be, ws->qkv, ws->positions, m->w.rope_inv_freq, ws->slots, &kv->layers[i], n,
                                c->n_heads, err);
@@ -285,8 +268,7 @@ static fk_status layer_attention(fk_model *m, forward_ws *ws, const kv_cache *kv
 }
 
 /* Layer i after its attention, on n tokens: proj = o(attn); residual += proj, normed = norm2(residual); proj =
- * mlp(normed) (added to the residual by the next norm). Fused (norm_fused): residual += o(attn); residual +=
- * down(silu_mul(gate_up(norm2(residual)))). */
+ * mlp(normed) (added to the residual by the next norm). */
 static fk_status layer_out(fk_model *m, forward_ws *ws, int i, int n, fk_error *err)
 {
     backend *be = m->be;
@@ -294,18 +276,6 @@ static fk_status layer_out(fk_model *m, forward_ws *ws, int i, int n, fk_error *
     const layer_weights *l = &m->w.layers[i];
     const int d = c->hidden_size, hd = c->n_heads * c->head_dim;
     fk_status s;
-    if (norm_fused(m, n)) {
-        if ((s = mark(m, ws, FK_OP_LINEAR, err)) ||
-            (s = be->ops->linear_residual(be, ws->residual, ws->attn, &l->o_w, l->o_b, n, hd, d, err)) ||
-            (s = mark(m, ws, FK_OP_LINEAR, err)) ||
-            (s = be->ops->rms_linear(be, ws->mlp_act, ws->residual, l->norm2_w, c->norm_eps, &l->up_w, l->up_b, n, d,
-                                     c->intermediate_size, true, err)) ||
-            (s = mark(m, ws, FK_OP_LINEAR, err)) ||
-            (s = be->ops->linear_residual(be, ws->residual, ws->mlp_act, &l->down_w, l->down_b, n,
-                                          c->intermediate_size, d, err)))
-            return fk_error_prefix(err, s, "layer %d: ", i);
-        return FK_OK;
-    }
     if ((s = mark(m, ws, FK_OP_LINEAR, err)) ||
         (s = be->ops->linear(be, ws->proj, ws->attn, &l->o_w, l->o_b, n, hd, d, err)) ||
         (s = add_norm(m, ws, ws->normed, ws->residual, ws->proj, l->norm2_w, l->norm2_b, n, err)) ||
@@ -314,12 +284,11 @@ static fk_status layer_out(fk_model *m, forward_ws *ws, int i, int n, fk_error *
     return FK_OK;
 }
 
-/* The final norm of the n rows (residual += the last layer's MLP output, unless its down projection added it). */
+/* The final norm of the n rows (residual += the last layer's MLP output). */
 static fk_status final_norm(fk_model *m, forward_ws *ws, int n, fk_error *err)
 {
     const model_weights *w = &m->w;
-    const void *last = m->cfg.n_layers && !norm_fused(m, n) ? ws->proj : NULL;
-    return add_norm(m, ws, ws->normed, ws->residual, last, w->norm_w, w->norm_b, n, err);
+    return add_norm(m, ws, ws->normed, ws->residual, m->cfg.n_layers ? ws->proj : NULL, w->norm_w, w->norm_b, n, err);
 }
 
 /* The logits of the batch's logit rows (of the final norm's output) into ws->logits. */

@@ -789,14 +789,14 @@ static void bench_linears(bench &b, int format)
                 const qweight w = random_qweight(buf, format, l.rows(), l.k);
                 const int splits = k_linear_quant_splits(format, m, l.k, l.n, l.epilogue, b.n_sms());
                 b.run(r, buf.bytes, [&] {
-                    return k_linear_quant(y, x, w.data, w.scales, bias, nullptr, 0.0f, format, m, l.k, l.n, l.epilogue, splits,
+                    return k_linear_quant(y, x, w.data, w.scales, bias, format, m, l.k, l.n, l.epilogue, splits,
                                           partials, counters, b.stream);
                 });
             } else {
                 const __half *w = buf.halves((size_t)l.rows() * l.k);
                 const int splits = k_linear_small_splits(m, l.k, l.n, l.epilogue, b.n_sms());
                 b.run(r, buf.bytes, [&] {
-                    return k_linear_small(y, x, w, bias, nullptr, 0.0f, m, l.k, l.n, l.epilogue, splits, partials, counters, b.stream);
+                    return k_linear_small(y, x, w, bias, m, l.k, l.n, l.epilogue, splits, partials, counters, b.stream);
                 });
             }
         }

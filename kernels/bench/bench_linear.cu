@@ -228,7 +228,7 @@ int main(int argc, char **argv)
             const double ours = us_per_call(stream, [&](int i) {
                 for (int t0 = 0; t0 < m; t0 += pass)
                     CHECK(k_linear_small(y + (size_t)t0 * sh.n, x + (size_t)t0 * sh.k, w[i % copies],
-                                         sh.bias ? bias : nullptr, nullptr, 0.0f, pass, sh.k, sh.n, sh.epilogue, splits, partials,
+                                         sh.bias ? bias : nullptr, pass, sh.k, sh.n, sh.epilogue, splits, partials,
                                          counters, stream));
             });
             // cuBLAS: the GEMM alone (its epilogue would be a further pass; this is its best case)
@@ -281,7 +281,7 @@ int main(int argc, char **argv)
                 const int splits = k_linear_quant_splits(format, m, sh.k, sh.n, sh.epilogue, prop.multiProcessorCount);
                 const double ours = us_per_call(stream, [&](int i) {
                     const qweight_dev &q = w[i % copies];
-                    CHECK(k_linear_quant(y, x, q.data, q.scales, sh.bias ? bias : nullptr, nullptr, 0.0f, format, m, sh.k, sh.n,
+                    CHECK(k_linear_quant(y, x, q.data, q.scales, sh.bias ? bias : nullptr, format, m, sh.k, sh.n,
                                          sh.epilogue, splits, partials, counters, stream));
                 });
                 const double bytes = w_bytes + (double)m * sh.k * 2 + (double)m * sh.n * 2;
