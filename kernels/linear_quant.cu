@@ -19,9 +19,12 @@
 #include "linear_sums.cuh"
 
 // As in linear_small.cu: the most warps a block may have, the warps per SM the launch aims for; and the k-steps a
-// batch of loads holds at one row tile and one token tile (kernels/bench times the choices).
+// batch of loads holds at one row tile and one token tile (kernels/bench times the choices). At most 8 warps: in a
+// decoding graph a block then leaves room on its SM for the next kernel's blocks, which programmatic dependent
+// launch starts early, so they stream their first weights while this one finishes (bench-1b batch-1 decode on an
+// H200: int8 +7 %, int4 +6 % against 16 warps; the isolated timing of kernels/bench cannot show it; BENCHMARKS.md).
 #ifndef FK_QLINEAR_MAX_WARPS
-#define FK_QLINEAR_MAX_WARPS 16
+#define FK_QLINEAR_MAX_WARPS 8
 #endif
 #ifndef FK_QLINEAR_WARPS_PER_SM
 #define FK_QLINEAR_WARPS_PER_SM 8

@@ -13,7 +13,7 @@
 #             peers, and batch-1 greedy decode of bench-1b (.peers/make_bench_model.py: Llama-3.2-1B dims, GPT-2
 #             vocabulary) against transformers generate() and, when built, llama.cpp's llama-bench tg128
 #   quant:    the quantized linears: bench_linear's int8/int4 table (unless bench ran) and its build-time variants
-#             (qw8, qdeep, qshallow: one line each, their speed against the default's), bench_linear_quant
+#             (qw16, qdeep, qshallow: one line each, their speed against the default's), bench_linear_quant
 #             (dequantize + cuBLAS and passes of the small kernel against fp16 cuBLAS at m = 32 .. 2048), batch-1
 #             greedy decode of bench-1b with --quantization none, int8, int4 (and int4 with the head), and
 #             server_check.py with int8 and int4 on the demo model and the 1B-shaped model
@@ -151,7 +151,7 @@ case " $steps " in *" quant "*)
         $b/bench_linear >"$out/bench-linear.log" 2>&1 || note "bench_linear: FAILED"
         sed -n '/fmt/,$p' "$out/bench-linear.log" | grep -vE "^RESULT" | tee -a "$summary" ;;
     esac
-    for v in qw8 qdeep qshallow; do # the geometric mean of default / variant time over the rows both have
+    for v in qw16 qdeep qshallow; do # the geometric mean of default / variant time over the rows both have
         $b/bench_linear_$v " (variant $v)" >"$out/bench-linear-$v.log" 2>&1 || note "bench_linear_$v: FAILED"
         awk -v v=$v 'function key(l) { sub(/^RESULT linear_quant( \(variant [a-z0-9]*\))? /, "", l); return l }
             function us(l) { sub(/^[^:]*: /, "", l); return l + 0 }
