@@ -68,6 +68,7 @@ note() { echo "$*" | tee -a "$summary"; }
 deploy/offline-deps.sh unpack .deps $prefix >/dev/null || exit 1
 export LD_LIBRARY_PATH=$prefix/usr/lib/x86_64-linux-gnu
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | sed 's/^/device: /' | tee -a "$summary"
+gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | sed 's/^NVIDIA //') # for the plots' titles
 
 build() { # name arch
     meson setup "/tmp/fk-$1" -Ddep_prefix=$prefix -Dcuda=enabled "-Dcuda-arch=$2" >"$out/setup-$1.log" 2>&1 &&
@@ -246,10 +247,10 @@ case " $steps " in *" serving-peers "*)
             set -- "$@" "$f"; labels="$labels${labels:+,}$l"
         done
         python3 loadtest/plot.py "$@" --labels "$labels" --out $d/serving-peers.png \
-            --title "bench-1b-ascii on an H100, 128/128 streamed, closed loop (llama-server: -np = clients)" >>"$out/plot.log" 2>&1 || note "plot: FAILED"
+            --title "bench-1b-ascii on an $gpu_name, 128/128 streamed, closed loop (llama-server: -np = clients)" >>"$out/plot.log" 2>&1 || note "plot: FAILED"
         python3 loadtest/plot.py $d/flashkernel-completions-p128-o128-rates.json $d/llama-completions-p128-o128-rates.json \
             --labels "flashkernel-server,llama-server -np 256" --x throughput --out $d/serving-peers-rates.png \
-            --title "bench-1b-ascii on an H100, 128/128 streamed, Poisson arrivals (at most 256 in flight)" >>"$out/plot.log" 2>&1 || note "plot (rates): FAILED"
+            --title "bench-1b-ascii on an $gpu_name, 128/128 streamed, Poisson arrivals (at most 256 in flight)" >>"$out/plot.log" 2>&1 || note "plot (rates): FAILED"
         # few files come back from the device: the results in one archive, the pictures and the log beside it
         (cd $d && tar czf ../serving-peers.tgz --exclude='server-*.log' . && mv serving-peers*.png benchmark.txt .. && cd .. && rm -rf serving-peers)
     else
@@ -282,7 +283,7 @@ case " $steps " in *" serving-8b "*)
         for f in "$d"/llama-completions-p128-o128-c*.json; do labels="$labels,llama-server /v1/completions"; done
         python3 loadtest/plot.py "$d/flashkernel-completions-p128-o128.json" "$d"/llama-completions-p128-o128-c*.json \
             --labels "$labels" --out "$d/serving-8b.png" \
-            --title "bench-8b on an H100, 128/128 streamed, closed loop (llama-server: -np = clients)" >>"$out/plot.log" 2>&1 || note "plot (8b): FAILED"
+            --title "bench-8b on an $gpu_name, 128/128 streamed, closed loop (llama-server: -np = clients)" >>"$out/plot.log" 2>&1 || note "plot (8b): FAILED"
         (cd "$d" && tar czf ../serving-8b.tgz --exclude='server-*.log' . && mv serving-8b.png ../ && cp benchmark.txt ../serving-8b.txt && cd .. && rm -rf serving-8b)
     else
         note "llama.cpp: build not finished or failed ($(cat $l/done 2>/dev/null); $(tail -3 /tmp/llama-build.log 2>/dev/null | tr '\n' ' '))"
