@@ -124,24 +124,12 @@ char *api_result_body(const api_render *rd, const queue_output *o, const queue_r
 
 /* ---- Server-Sent Events ---- */
 
-cJSON *api_render_string_n(const char *s, size_t n)
+/* s[0, n) escaped for a JSON string into dst (at most 6 bytes per input byte, and sprintf's NUL after a last
+ * \u00xx): what cJSON escapes (", \, the named controls, other controls as \u00xx), and NUL as \u0000; returns the
+ * bytes written. */
+static size_t json_escape(char *dst, const char *s, size_t n)
 {
-    if (!memchr(s, 0, n)) {
-        char *copy = malloc(n + 1);
-        if (!copy)
-            return NULL;
-        memcpy(copy, s, n);
-        copy[n] = '\0';
-        cJSON *str = cJSON_CreateString(copy);
-        free(copy);
-        return str;
-    }
-    /* cJSON strings end at a NUL: write this one as JSON ourselves (U+0000 as \u0000), a raw item. At most 6 bytes
-     * per input byte, the quotes and the NUL. */
-    char *json = malloc(6 * n + 3), *p = json;
-    if (!json)
-        return NULL;
-    *p++ = '"';
+    char *p = dst;
     for (size_t i = 0; i < n; i++) {
         const unsigned char c = (unsigned char)s[i];
         const char *named =
@@ -155,11 +143,56 @@ cJSON *api_render_string_n(const char *s, size_t n)
         else
             *p++ = (char)c;
     }
-    *p++ = '"';
-    *p = '\0';
+    return (size_t)(p - dst);
+}
+
+cJSON *api_render_string_n(const char *s, size_t n)
+{
+    if (!memchr(s, 0, n)) {
+        char *copy = malloc(n + 1);
+        if (!copy)
+            return NULL;
+        memcpy(copy, s, n);
+        copy[n] = '\0';
+        cJSON *str = cJSON_CreateString(copy);
+        free(copy);
+        return str;
+    }
+    /* cJSON strings end at a NUL: write this one as JSON ourselves, a raw item (the quotes and the NUL besides). */
+    char *json = malloc(6 * n + 3);
+    if (!json)
+        return NULL;
+    json[0] = '"';
+    const size_t len = 1 + json_escape(json + 1, s, n);
+    json[len] = '"', json[len + 1] = '\0';
     cJSON *raw = cJSON_CreateRaw(json);
     free(json);
     return raw;
+}
+
+void api_buf_json_string(api_buf *b, const char *s, size_t n)
+{
+    enum { PIECE = 256 };
+    char out[6 * PIECE + 1];
+    api_buf_append(b, "\"", 1);
+    for (size_t i = 0; i < n; i += PIECE)
+        api_buf_append(b, out, json_escape(out, s + i, n - i < PIECE ? n - i : PIECE));
+    api_buf_append(b, "\"", 1);
+}
+
+void api_buf_chunk_head(api_buf *b, const api_render *rd, const char *object)
+{
+    static const char id[] = "data: {\"id\":", obj[] = ",\"object\":", cr[] = ",\"created\":", model[] = ",\"model\":";
+    char created[32];
+    const int n = snprintf(created, sizeof created, "%lld", rd->created);
+    api_buf_append(b, id, sizeof id - 1);
+    api_buf_json_string(b, rd->id, strlen(rd->id));
+    api_buf_append(b, obj, sizeof obj - 1);
+    api_buf_json_string(b, object, strlen(object));
+    api_buf_append(b, cr, sizeof cr - 1);
+    api_buf_append(b, created, (size_t)n);
+    api_buf_append(b, model, sizeof model - 1);
+    api_buf_json_string(b, rd->model_name, strlen(rd->model_name));
 }
 
 void api_render_sse(api_buf *b, cJSON *root)

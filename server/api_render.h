@@ -1,6 +1,6 @@
 /* api_render.h — what the response renderers of the API families share (api_render_generate.c,
- * api_render_completions.c, api_render_chat.c): cJSON trees printed into bodies and Server-Sent Events, the usage
- * object, OpenAI choices, token names. */
+ * api_render_completions.c, api_render_chat.c): cJSON trees printed into bodies and Server-Sent Events, the writers
+ * of the per-token events (no tree), the usage object, OpenAI choices, token names. */
 #ifndef FK_SERVER_API_RENDER_H
 #define FK_SERVER_API_RENDER_H
 
@@ -12,6 +12,13 @@ char *api_render_print(cJSON *root, size_t *len);
 /* "data: <json>\n\n" (takes the tree); "data: [DONE]\n\n". */
 void api_render_sse(api_buf *b, cJSON *root);
 void api_render_sse_done(api_buf *b);
+
+/* The writers of the per-token stream events, which skip cJSON's tree (an allocation per field, once per token):
+ * api_buf_json_string appends s[0, n) as a JSON string, escaped exactly as cJSON prints one (NUL as \u0000);
+ * api_buf_chunk_head appends `data: {"id":..,"object":<object>,"created":..,"model":..` of an OpenAI chunk, the
+ * fields and their order as the family's cJSON objects print them. Neither allocates beyond b's growth. */
+void api_buf_json_string(api_buf *b, const char *s, size_t n);
+void api_buf_chunk_head(api_buf *b, const api_render *rd, const char *object);
 
 /* A JSON string of s[0, n), valid UTF-8, NUL bytes included (U+0000, which byte-level tokens can decode to, as
  * \u0000: a cJSON string would end there). */

@@ -3,6 +3,7 @@
 #include "api_render.h"
 
 #include <math.h>
+#include <stdio.h>
 
 static double ms(double s)
 {
@@ -67,6 +68,16 @@ void api_render_generate_events(api_render *rd, const queue_output *o, api_buf *
 {
     for (int i = 0; i < o->n_events; i++) {
         const queue_event *ev = &o->events[i];
+        if (rd->logprobs < 0) { /* written straight into b: the tree below prints the same bytes */
+            static const char head[] = "data: {\"text\":";
+            char token[24];
+            api_buf_append(b, head, sizeof head - 1);
+            api_buf_json_string(b, o->text + ev->text_off, ev->text_len);
+            if (ev->token >= 0)
+                api_buf_append(b, token, (size_t)snprintf(token, sizeof token, ",\"token\":%d", ev->token));
+            api_buf_append(b, "}\n\n", 3);
+            continue;
+        }
         cJSON *root = cJSON_CreateObject();
         cJSON_AddItemToObject(root, "text", api_render_string_n(o->text + ev->text_off, ev->text_len));
         if (ev->token >= 0)

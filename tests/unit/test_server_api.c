@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "api.h"
+#include "test_util.h"
 #include "utf8.h"
 
 static const api_limits limits = {.vocab_size = 2048, .max_model_len = 2048, .model_name = "demo-model"};
@@ -617,6 +618,93 @@ static void test_nul_in_generated_text(void **state)
     api_buf_free(&b);
 }
 
+/* n random bytes (1..255: the oracle's cJSON strings end at a NUL, which test_nul_in_generated_text covers), quotes,
+ * backslashes and control characters among them. */
+static void random_bytes(uint64_t *rng, char *s, size_t n)
+{
+    static const char special[] = "\"\\\n\r\t\b\f\x01\x1f\x7f/";
+    for (size_t i = 0; i < n; i++)
+        s[i] = tu_below(rng, 4) == 0 ? special[tu_below(rng, sizeof special - 1)] : (char)(1 + tu_below(rng, 255));
+    s[n] = '\0';
+}
+
+/* What the stream events of a family without logprobs must print, built as a cJSON tree and printed by cJSON (the
+ * oracle: the events were cJSON trees before they were written directly). */
+static char *oracle_event(const api_render *rd, const char *text, int32_t token)
+{
+    cJSON *root = cJSON_CreateObject();
+    if (rd->kind == API_GENERATE) {
+        cJSON_AddStringToObject(root, "text", text);
+        if (token >= 0)
+            cJSON_AddNumberToObject(root, "token", token);
+    } else {
+        cJSON_AddStringToObject(root, "id", rd->id);
+        cJSON_AddStringToObject(root, "object", rd->kind == API_CHAT ? "chat.completion.chunk" : "text_completion");
+        cJSON_AddNumberToObject(root, "created", (double)rd->created);
+        cJSON_AddStringToObject(root, "model", rd->model_name);
+        cJSON *choice = cJSON_CreateObject();
+        cJSON_AddNumberToObject(choice, "index", 0);
+        if (rd->kind == API_CHAT)
+            cJSON_AddStringToObject(cJSON_AddObjectToObject(choice, "delta"), "content", text);
+        else
+            cJSON_AddStringToObject(choice, "text", text);
+        cJSON_AddNullToObject(choice, "logprobs");
+        cJSON_AddNullToObject(choice, "finish_reason");
+        cJSON_AddItemToArray(cJSON_AddArrayToObject(root, "choices"), choice);
+        if (rd->include_usage)
+            cJSON_AddNullToObject(root, "usage");
+    }
+    char *s = cJSON_PrintUnformatted(root);
+    cJSON_Delete(root);
+    return s;
+}
+
+/* The per-token events, written without cJSON trees, are byte for byte what cJSON prints for the same objects, for
+ * random texts (every byte value but NUL, long ones across the writer's 256-byte pieces), ids and model names with
+ * characters to escape, creation times up to 2^40, with and without include_usage; every family. */
+static void test_sse_events_match_cjson(void **state)
+{
+    (void)state;
+    uint64_t rng = tu_seed();
+    static char text[4096], ev[4][2048 * 4];
+    char model[24];
+    const api_kind kinds[] = {API_GENERATE, API_COMPLETIONS, API_CHAT};
+    for (int round = 0; round < 300; round++) {
+        api_render rd = {.kind = kinds[round % 3], .logprobs = -1, .include_usage = tu_below(&rng, 2),
+                         .created = (long long)tu_below(&rng, 1u << 31) << (round % 2 ? 9 : 0),
+                         .role_sent = true};
+        random_bytes(&rng, rd.id, 1 + tu_below(&rng, sizeof rd.id - 2));
+        random_bytes(&rng, model, 1 + tu_below(&rng, sizeof model - 2));
+        rd.model_name = model;
+        const size_t a = tu_below(&rng, round % 10 ? 40 : 1500), b = tu_below(&rng, 40);
+        random_bytes(&rng, text, a + b);
+        queue_event events[2] = {{.token = (int32_t)tu_below(&rng, 200000) - 1, .text_off = 0, .text_len = a},
+                                 {.token = 7, .text_off = a, .text_len = b}};
+        queue_output o = {.events = events, .n_events = 2, .text = text, .text_len = a + b};
+        api_buf buf = {0};
+        api_sse_events(&rd, &o, &buf);
+        char(*got)[2048 * 4] = ev;
+        int n = 0;
+        for (const char *p = buf.s; p && *p && n < 4; n++) {
+            assert_memory_equal(p, "data: ", 6);
+            const char *end = strstr(p, "\n\n");
+            assert_non_null(end);
+            snprintf(got[n], sizeof got[n], "%.*s", (int)(end - p - 6), p + 6);
+            p = end + 2;
+        }
+        assert_int_equal(n, 2);
+        for (int i = 0; i < 2; i++) {
+            char part[2048];
+            snprintf(part, sizeof part, "%.*s", (int)events[i].text_len, text + events[i].text_off);
+            char *want = oracle_event(&rd, part, events[i].token);
+            if (strcmp(got[i], want))
+                fail_msg("kind %d event %d:\n got %s\nwant %s", (int)rd.kind, i, got[i], want);
+            free(want);
+        }
+        api_buf_free(&buf);
+    }
+}
+
 static void test_error_messages_stay_utf8(void **state)
 {
     (void)state;
@@ -668,6 +756,7 @@ int main(void)
         cmocka_unit_test(test_prompt_lengths),    cmocka_unit_test(test_tokenize_fields),
         cmocka_unit_test(test_result_bodies),     cmocka_unit_test(test_sse_bodies),
         cmocka_unit_test(test_error_messages_stay_utf8), cmocka_unit_test(test_nul_in_generated_text),
+        cmocka_unit_test(test_sse_events_match_cjson),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
