@@ -144,7 +144,8 @@ typedef struct fk_engine_params {
                                  * CPU 512 MiB */
     float gpu_memory_utilization; /* (0, 1]: the share of GPU memory FlashKernel may use (default 0.9) */
     int max_num_seqs;           /* sequences running at once (default 256) */
-    int max_num_batched_tokens; /* tokens one step computes: decodes and prefill chunks together (default 4096) */
+    int max_num_batched_tokens; /* tokens one step computes: decodes and prefill chunks together; 0 (default) =
+                                 * fk_default_batched_tokens(model) */
     int max_model_len;          /* prompt + generated tokens per request; 0 = the model's max_context */
     bool enable_prefix_caching; /* reuse the KV blocks of identical prompt prefixes (default true) */
     int fault_after_steps;      /* test hook: after this many steps the device is made to fail as a real fault would
@@ -163,6 +164,13 @@ typedef struct fk_engine_params {
 } fk_engine_params;
 
 fk_engine_params fk_engine_params_default(void);
+
+/* The step's token budget when max_num_batched_tokens is 0: 4096 for a model of up to 4 billion parameters in its
+ * blocks' linears, halved for each doubling above (2048 for Llama-3-8B's 7.0 billion), at least 512. A prefill
+ * chunk's work grows with the model, and the decodes that share its step wait for it: measured on a 1B- and an
+ * 8B-shaped model (docs/BENCHMARKS.md, "Serving throughput ... the scheduler's token budget" and "Decode on an
+ * H200"). */
+int fk_default_batched_tokens(const fk_model *model);
 
 /* Creates an engine over a loaded model (which must outlive it) and allocates its KV pool and workspaces; nothing
  * is allocated per step. Errors: FK_ERR_INVALID_ARGUMENT (a parameter out of range, or a pool too small for

@@ -73,7 +73,7 @@ static double now_s(void)
 fk_engine_params fk_engine_params_default(void)
 {
     return (fk_engine_params){.block_size = 16, .num_blocks = 0, .kv_cache_mb = 0, .gpu_memory_utilization = 0.9f,
-                              .max_num_seqs = 256, .max_num_batched_tokens = 4096, .max_model_len = 0,
+                              .max_num_seqs = 256, .max_num_batched_tokens = 0, .max_model_len = 0,
                               .enable_prefix_caching = true, .overlap = true,
                               .mixed_graphs = true};
 }
@@ -89,6 +89,19 @@ fk_request_params fk_request_params_default(void)
 
 #define CPU_KV_CACHE_MB 512
 
+int fk_default_batched_tokens(const fk_model *model)
+{
+    const model_config *c = &model->cfg;
+    const double d = c->hidden_size, f = c->intermediate_size;
+    const double qkv = d * (c->n_heads + 2 * c->n_kv_heads) * c->head_dim, o = (double)c->n_heads * c->head_dim * d;
+    const double mlp = (c->arch == ARCH_GPT2 ? 2 : 3) * d * f; /* GPT-2: c_fc, c_proj; Llama: gate, up, down */
+    const double params = c->n_layers * (qkv + o + mlp);       /* what each prefill token multiplies */
+    int tokens = 4096;
+    while (tokens > 512 && params * tokens > 4e9 * 4096)
+        tokens /= 2;
+    return tokens;
+}
+
 /* Fills in max_model_len and checks every value (num_blocks is resolved once the workspace exists). */
 static fk_status resolve_params(const fk_model *m, fk_engine_params *p, fk_error *err)
 {
@@ -98,9 +111,12 @@ static fk_status resolve_params(const fk_model *m, fk_engine_params *p, fk_error
     if (p->max_num_seqs < 1 || p->max_num_seqs > 65536)
         return fk_error_set(err, FK_ERR_INVALID_ARGUMENT, "max_num_seqs must be in [1, 65536], got %d",
                             p->max_num_seqs);
-    if (p->max_num_batched_tokens < 1 || p->max_num_batched_tokens > (1 << 20))
-        return fk_error_set(err, FK_ERR_INVALID_ARGUMENT, "max_num_batched_tokens must be in [1, 1048576], got %d",
+    if (p->max_num_batched_tokens < 0 || p->max_num_batched_tokens > (1 << 20))
+        return fk_error_set(err, FK_ERR_INVALID_ARGUMENT,
+                            "max_num_batched_tokens must be in [0, 1048576] (0: from the model's size), got %d",
                             p->max_num_batched_tokens);
+    if (p->max_num_batched_tokens == 0)
+        p->max_num_batched_tokens = fk_default_batched_tokens(m);
     if (c->sliding_window && p->max_model_len > c->sliding_window)
         return fk_error_set(err, FK_ERR_INVALID_ARGUMENT,
                             "max_model_len %d exceeds the model's sliding_window %d: FlashKernel's attention has no "

@@ -987,6 +987,14 @@ static void test_bad_engine_params(void **state)
     ep.max_model_len = 200000;
     assert_int_equal(fk_engine_create(m, &ep, &e, &err), FK_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(err.message, "max_model_len must be in [0, 131072]"));
+    ep = fk_engine_params_default();
+    ep.max_num_batched_tokens = -1;
+    assert_int_equal(fk_engine_create(m, &ep, &e, &err), FK_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(err.message, "max_num_batched_tokens must be in [0, 1048576] (0: from the model's size)"));
+    /* The default budget (0) follows the blocks' parameters: this model's 2 layers of width 128 are far below the
+     * 4 billion above which it halves. */
+    assert_int_equal(fk_engine_params_default().max_num_batched_tokens, 0);
+    assert_int_equal(fk_default_batched_tokens(m), 4096);
     fk_model_free(m);
 }
 
