@@ -180,7 +180,8 @@ void api_buf_json_string(api_buf *b, const char *s, size_t n)
     api_buf_append(b, "\"", 1);
 }
 
-void api_buf_chunk_head(api_buf *b, const api_render *rd, const char *object)
+/* `data: {"id":..,"object":<object>,"created":..,"model":..` of an OpenAI chunk, as its cJSON object prints. */
+static void chunk_head(api_buf *b, const api_render *rd, const char *object)
 {
     static const char id[] = "data: {\"id\":", obj[] = ",\"object\":", cr[] = ",\"created\":", model[] = ",\"model\":";
     char created[32];
@@ -193,6 +194,19 @@ void api_buf_chunk_head(api_buf *b, const api_render *rd, const char *object)
     api_buf_append(b, created, (size_t)n);
     api_buf_append(b, model, sizeof model - 1);
     api_buf_json_string(b, rd->model_name, strlen(rd->model_name));
+}
+
+void api_buf_text_chunk(api_buf *b, const api_render *rd, const char *object, const char *open, const char *text,
+                        size_t n, const char *close)
+{
+    static const char usage_null[] = ",\"usage\":null";
+    chunk_head(b, rd, object);
+    api_buf_append(b, open, strlen(open));
+    api_buf_json_string(b, text, n);
+    api_buf_append(b, close, strlen(close));
+    if (rd->include_usage)
+        api_buf_append(b, usage_null, sizeof usage_null - 1);
+    api_buf_append(b, "}\n\n", 3);
 }
 
 void api_render_sse(api_buf *b, cJSON *root)

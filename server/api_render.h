@@ -15,10 +15,12 @@ void api_render_sse_done(api_buf *b);
 
 /* The writers of the per-token stream events, which skip cJSON's tree (an allocation per field, once per token):
  * api_buf_json_string appends s[0, n) as a JSON string, escaped exactly as cJSON prints one (NUL as \u0000);
- * api_buf_chunk_head appends `data: {"id":..,"object":<object>,"created":..,"model":..` of an OpenAI chunk, the
- * fields and their order as the family's cJSON objects print them. Neither allocates beyond b's growth. */
+ * api_buf_text_chunk appends a whole OpenAI chunk event, "data: " to the blank line: {"id", "object": object,
+ * "created", "model", then `open`, the text, `close` (the rest of "choices") and, with include_usage, "usage": null,
+ * the bytes the family's cJSON objects print. Neither allocates beyond b's growth. */
 void api_buf_json_string(api_buf *b, const char *s, size_t n);
-void api_buf_chunk_head(api_buf *b, const api_render *rd, const char *object);
+void api_buf_text_chunk(api_buf *b, const api_render *rd, const char *object, const char *open, const char *text,
+                        size_t n, const char *close);
 
 /* A JSON string of s[0, n), valid UTF-8, NUL bytes included (U+0000, which byte-level tokens can decode to, as
  * \u0000: a cJSON string would end there). */

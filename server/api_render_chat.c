@@ -80,21 +80,6 @@ char *api_render_chat_result(const api_render *rd, const queue_output *o, const 
     return api_render_print(root, len);
 }
 
-/* One token's chunk without logprobs, written straight into b: chunk() of its tree prints the same bytes. */
-static void content_chunk(const api_render *rd, const char *text, size_t n, api_buf *b)
-{
-    static const char choice[] = ",\"choices\":[{\"index\":0,\"delta\":{\"content\":";
-    static const char usage_null[] = ",\"usage\":null";
-    static const char tail[] = "},\"logprobs\":null,\"finish_reason\":null}]";
-    api_buf_chunk_head(b, rd, "chat.completion.chunk");
-    api_buf_append(b, choice, sizeof choice - 1);
-    api_buf_json_string(b, text, n);
-    api_buf_append(b, tail, sizeof tail - 1);
-    if (rd->include_usage)
-        api_buf_append(b, usage_null, sizeof usage_null - 1);
-    api_buf_append(b, "}\n\n", 3);
-}
-
 void api_render_chat_events(api_render *rd, const queue_output *o, api_buf *b)
 {
     if (!rd->role_sent) {
@@ -107,7 +92,9 @@ void api_render_chat_events(api_render *rd, const queue_output *o, api_buf *b)
     for (int i = 0; i < o->n_events; i++) {
         const queue_event *ev = &o->events[i];
         if (rd->logprobs < 0) {
-            content_chunk(rd, o->text + ev->text_off, ev->text_len, b);
+            /* written straight into b: chunk() of the tree below prints the same bytes */
+            api_buf_text_chunk(b, rd, "chat.completion.chunk", ",\"choices\":[{\"index\":0,\"delta\":{\"content\":",
+                               o->text + ev->text_off, ev->text_len, "},\"logprobs\":null,\"finish_reason\":null}]");
             continue;
         }
         cJSON *delta = cJSON_CreateObject();

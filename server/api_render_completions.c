@@ -61,27 +61,14 @@ char *api_render_completions_result(const api_render *rd, const queue_output *o,
     return api_render_print(root, len);
 }
 
-/* One token's chunk without logprobs, written straight into b: the tree below prints the same bytes. */
-static void text_chunk(const api_render *rd, const char *text, size_t n, api_buf *b)
-{
-    static const char choice[] = ",\"choices\":[{\"index\":0,\"text\":";
-    static const char usage_null[] = ",\"usage\":null";
-    static const char tail[] = ",\"logprobs\":null,\"finish_reason\":null}]";
-    api_buf_chunk_head(b, rd, "text_completion");
-    api_buf_append(b, choice, sizeof choice - 1);
-    api_buf_json_string(b, text, n);
-    api_buf_append(b, tail, sizeof tail - 1);
-    if (rd->include_usage)
-        api_buf_append(b, usage_null, sizeof usage_null - 1);
-    api_buf_append(b, "}\n\n", 3);
-}
-
 void api_render_completions_events(api_render *rd, const queue_output *o, api_buf *b)
 {
     for (int i = 0; i < o->n_events; i++) {
         const queue_event *ev = &o->events[i];
         if (rd->logprobs < 0) {
-            text_chunk(rd, o->text + ev->text_off, ev->text_len, b);
+            /* written straight into b: the tree below prints the same bytes */
+            api_buf_text_chunk(b, rd, "text_completion", ",\"choices\":[{\"index\":0,\"text\":",
+                               o->text + ev->text_off, ev->text_len, ",\"logprobs\":null,\"finish_reason\":null}]");
             rd->text_offset += characters(o->text + ev->text_off, ev->text_len);
             continue;
         }
