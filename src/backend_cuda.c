@@ -1,7 +1,8 @@
 /* backend_cuda.c — the GPU backend: fp16 weights, activations and KV cache on the current device, our kernels
  * (kernels/) for every op, and cuBLAS / cuBLASLt for the linears of more tokens than the small-batch kernel takes
  * (fp16 in and out, fp32 accumulation). Quantized linears (src/quant.h, packed on the host at load) run our
- * small-batch kernel on the packed weights, or for more tokens are dequantized to fp16 for cuBLAS. One stream;
+ * small-batch kernel on the packed weights, for more tokens our tiled kernel on them, and for many more are
+ * dequantized to fp16 for cuBLAS. One stream;
  * every CUDA and cuBLAS call is checked and a failure is returned as FK_ERR_DEVICE naming the call. */
 #include <stddef.h>
 #include <stdint.h>
@@ -35,6 +36,7 @@ typedef struct cuda_backend {
     unsigned *linear_counters;
     int quant_small_max_m; /* quantized linears of up to this many tokens run k_linear_quant, 16 tokens a pass
                             * (FK_QUANT_SMALL_MAX_M) */
+    int quant_mma_max_m;   /* more tokens, up to this many: k_linear_quant_mma (FK_QUANT_MMA_MAX_M) */
     void *dequant;         /* larger batches: a quantized weight dequantized to fp16 here, for cuBLAS */
     size_t dequant_bytes;  /* its size: the largest quantized weight uploaded, at most dequant_cap */
     size_t dequant_cap;    /* (FK_DEQUANT_SCRATCH_MB); a larger weight is dequantized a chunk of rows at a time */
@@ -53,6 +55,7 @@ typedef struct cuda_backend {
 #define SMALL_LINEAR_MAX_M_DEFAULT 16 /* the crossover against cuBLAS, kernels/bench/bench_linear (BENCHMARKS.md) */
 #define UNALIGNED_MAX_M_DEFAULT 256 /* likewise for unaligned output rows */
 #define QUANT_SMALL_MAX_M_DEFAULT 32 /* two passes still beat dequantize + cuBLAS at 32 tokens (BENCHMARKS.md) */
+#define QUANT_MMA_MAX_M_DEFAULT 1024 /* above it, dequantize + cuBLAS (BENCHMARKS.md) */
 #define DEQUANT_SCRATCH_MB_DEFAULT 64
 
 typedef struct prefill_tile {
@@ -389,14 +392,30 @@ static fk_status run_quant_small(cuda_backend *cb, void *y, const void *x, const
     return FK_OK;
 }
 
-/* A quantized linear of more tokens: W dequantized to fp16 in the scratch, then the fp16 linear (GELU after the
+/* Whether k_linear_quant_mma takes this quantized linear (more tokens than quant_small's). */
+static bool quant_mma(const cuda_backend *cb, int n, int in, const void *x)
+{
+    return n <= cb->quant_mma_max_m && in % 16 == 0 && (uintptr_t)x % 16 == 0;
+}
+
+static fk_status run_quant_mma(cuda_backend *cb, void *y, const void *x, const qweight *w, const void *bias, int n,
+                               int in, int out, int epilogue, fk_error *err)
+{
+    const int splits = k_linear_quant_mma_splits(n, in, out, cb->n_sms);
+    return launched(k_linear_quant_mma(y, x, w->data, w->scales, bias, w->format, n, in, out, epilogue, splits,
+                                       cb->linear_partials, cb->linear_counters, cb->stream),
+                    "linear_quant_mma", err);
+}
+
+/* A quantized linear of still more tokens: W dequantized to fp16 in the scratch, then the fp16 linear (GELU after the
  * bias when gelu). A W larger than the scratch goes a chunk of rows at a time, each chunk a cuBLAS GEMM into its
  * columns of y, with the bias (and GELU) applied once after the last. */
 static fk_status dequant_linear(cuda_backend *cb, void *y, const void *x, const qweight *w, const void *bias, int n,
                                 int in, int out, bool gelu, fk_error *err)
 {
     const size_t fit = cb->dequant_bytes / ((size_t)in * sizeof(uint16_t));
-    const int chunk = fit < (size_t)out ? (int)fit : out;
+    /* chunks of whole 64-row blocks, so that each chunk's columns of y start 128-byte aligned for cuBLAS */
+    const int chunk = fit >= (size_t)out ? out : fit >= 64 ? (int)(fit / 64 * 64) : (int)fit;
     if (chunk < 1) /* upload_linear reserves the scratch: this weight was not uploaded here */
         return fk_error_set(err, FK_ERR_INVALID_ARGUMENT, "cuda: no dequantization scratch for a %d x %d %s weight",
                             out, in, fk_quantization_name(w->format));
@@ -428,6 +447,8 @@ static fk_status cuda_linear(backend *b, void *y, const void *x, const qweight *
         return plain_linear(cb, y, x, w->data, bias, n, in, out, false, err);
     if (quant_small(cb, n, in, x))
         return run_quant_small(cb, y, x, w, bias, n, in, out, K_LINEAR_PLAIN, err);
+    if (quant_mma(cb, n, in, x))
+        return run_quant_mma(cb, y, x, w, bias, n, in, out, K_LINEAR_PLAIN, err);
     return dequant_linear(cb, y, x, w, bias, n, in, out, false, err);
 }
 
@@ -439,6 +460,8 @@ static fk_status cuda_linear_gelu(backend *b, void *y, const void *x, const qwei
         return plain_linear(cb, y, x, w->data, bias, n, in, out, true, err);
     if (quant_small(cb, n, in, x))
         return run_quant_small(cb, y, x, w, bias, n, in, out, K_LINEAR_GELU, err);
+    if (quant_mma(cb, n, in, x))
+        return run_quant_mma(cb, y, x, w, bias, n, in, out, K_LINEAR_GELU, err);
     return dequant_linear(cb, y, x, w, bias, n, in, out, true, err);
 }
 
@@ -724,7 +747,9 @@ static fk_status gelu_epilogue_choice(bool *by_cublaslt, fk_error *err)
  * every linear with aligned output rows to cuBLAS), FK_SMALL_LINEAR_UNALIGNED_MAX_M (the same for the others, default
  * UNALIGNED_MAX_M_DEFAULT, passes of 64 tokens above 64), FK_QUANT_SMALL_MAX_M (0..256, default
  * QUANT_SMALL_MAX_M_DEFAULT: quantized linears of up to this many tokens run k_linear_quant, 16 tokens a pass; 0
- * dequantizes every one for cuBLAS),
+ * sends every one to the next path), FK_QUANT_MMA_MAX_M (0..1048576, default QUANT_MMA_MAX_M_DEFAULT: quantized
+ * linears of more tokens, up to this many, run k_linear_quant_mma; above (or everywhere with 0 and the former 0) W is
+ * dequantized for cuBLAS),
  * FK_DEQUANT_SCRATCH_MB (1..65536, default DEQUANT_SCRATCH_MB_DEFAULT), FK_PDL (0 turns programmatic dependent launch
  * off) and FK_PREFILL_HOPPER (0 keeps prefill attention on the mma.sync kernel on a Hopper too). */
 static fk_status env_int(const char *name, int lo, int hi, int *v, fk_error *err)
@@ -746,12 +771,14 @@ static fk_status tuning_from_env(cuda_backend *cb, fk_error *err)
     cb->small_linear_max_m = SMALL_LINEAR_MAX_M_DEFAULT;
     cb->unaligned_max_m = UNALIGNED_MAX_M_DEFAULT;
     cb->quant_small_max_m = QUANT_SMALL_MAX_M_DEFAULT;
+    cb->quant_mma_max_m = QUANT_MMA_MAX_M_DEFAULT;
     int pdl = 1, hopper = 1, enabled, scratch_mb = DEQUANT_SCRATCH_MB_DEFAULT;
     fk_status s;
     if ((s = gelu_epilogue_choice(&cb->gelu_by_cublaslt, err)) ||
         (s = env_int("FK_SMALL_LINEAR_MAX_M", 0, K_LINEAR_SMALL_MAX_M, &cb->small_linear_max_m, err)) ||
         (s = env_int("FK_SMALL_LINEAR_UNALIGNED_MAX_M", 0, 1 << 20, &cb->unaligned_max_m, err)) ||
         (s = env_int("FK_QUANT_SMALL_MAX_M", 0, 256, &cb->quant_small_max_m, err)) ||
+        (s = env_int("FK_QUANT_MMA_MAX_M", 0, 1 << 20, &cb->quant_mma_max_m, err)) ||
         (s = env_int("FK_DEQUANT_SCRATCH_MB", 1, 65536, &scratch_mb, err)) ||
         (s = env_int("FK_PDL", 0, 1, &pdl, err)) || (s = env_int("FK_PREFILL_HOPPER", 0, 1, &hopper, err)))
         return s;

@@ -1,14 +1,17 @@
 /* bench_linear_quant.c — quantized linears of more tokens than one pass of the small-batch kernel takes (prefill
  * chunks, busy decode steps), through the CUDA backend so that it times what the model runs, against the fp16
  * weights' GEMM (cuBLAS / cuBLASLt as the backend calls them) on the same shape:
+ *   tiled        our tiled kernel on the packed weights, W dequantized in its main loop (k_linear_quant_mma;
+ *                FK_QUANT_MMA_MAX_M large: at every m)
  *   dequant 64M  W dequantized to fp16 in the default 64 MiB scratch (whole where it fits, else in chunks of rows),
- *                then the fp16 GEMM
- *   dequant 8M, dequant 2M   smaller scratches (FK_DEQUANT_SCRATCH_MB): W a chunk of rows at a time, each chunk's
- *                fp16 copy small enough to stay in L2 for its GEMM
+ *                then the fp16 GEMM (FK_QUANT_MMA_MAX_M=0)
+ *   dequant 8M   a smaller scratch (FK_DEQUANT_SCRATCH_MB=8): W a chunk of rows at a time, each chunk's fp16 copy
+ *                small enough to stay in L2 for its GEMM
  *   passes       our small-batch kernel on the packed weights, 16 tokens a pass (FK_QUANT_SMALL_MAX_M=256; up to
  *                256 tokens)
+ *   default      the backend as shipped (which of the above it picks at each m)
  * on Llama-3.2-1B's and Llama-3-8B's linears (gate|up as one linear of 2f rows: its SiLU·mul pass is the same for
- * all) at m = 32, 64, 256, 2048. The target: the fastest quantized way within 1.3x of fp16.
+ * all) at m = 32 .. 2048. The target: the fastest quantized way within 1.3x of fp16.
  * Timing as bench_linear_gelu.c (each call recorded 20 times into a graph by the backend's capture, median of 15
  * replays / 20), with copies of each weight cycled so that they exceed the L2 cache, as in a model's pass. */
 #include <stdio.h>
@@ -67,26 +70,35 @@ static double time_us(backend *be, void *y, const void *x, const qweight *w, int
     return t[REPLAYS / 2];
 }
 
-static backend *backend_with(const char *name, const char *value)
+/* A CUDA backend created with up to two environment variables set (NULL: none). */
+static backend *backend_with(const char *name, const char *value, const char *name2, const char *value2)
 {
     if (name)
         setenv(name, value, 1);
+    if (name2)
+        setenv(name2, value2, 1);
     backend *be;
     fk_error err = {0};
     check(backend_cuda_create(&be, &err), &err);
     if (name)
         unsetenv(name);
+    if (name2)
+        unsetenv(name2);
     return be;
 }
 
-enum { FP16, DEQUANT_64M, DEQUANT_8M, DEQUANT_2M, PASSES, WAYS };
-static const char *const way_names[WAYS] = {"fp16", "dequant 64M", "dequant 8M", "dequant 2M", "passes"};
+enum { FP16, TILED, DEQUANT_64M, DEQUANT_8M, PASSES, DEFAULT, WAYS };
+static const char *const way_names[WAYS] = {"fp16", "tiled", "dequant 64M", "dequant 8M", "passes", "default"};
+#define N_M 7
 
 int main(void)
 {
-    backend *bes[WAYS] = {backend_with(NULL, NULL), backend_with(NULL, NULL),
-                          backend_with("FK_DEQUANT_SCRATCH_MB", "8"), backend_with("FK_DEQUANT_SCRATCH_MB", "2"),
-                          backend_with("FK_QUANT_SMALL_MAX_M", "256")};
+    backend *bes[WAYS] = {backend_with(NULL, NULL, NULL, NULL),
+                          backend_with("FK_QUANT_SMALL_MAX_M", "0", "FK_QUANT_MMA_MAX_M", "1048576"),
+                          backend_with("FK_QUANT_SMALL_MAX_M", "0", "FK_QUANT_MMA_MAX_M", "0"),
+                          backend_with("FK_QUANT_MMA_MAX_M", "0", "FK_DEQUANT_SCRATCH_MB", "8"),
+                          backend_with("FK_QUANT_SMALL_MAX_M", "256", NULL, NULL),
+                          backend_with(NULL, NULL, NULL, NULL)};
     const struct {
         const char *name;
         int in, out;
@@ -94,11 +106,11 @@ int main(void)
                   {"llama-3.2-1b gate_up", 2048, 16384}, {"llama-3.2-1b down", 8192, 2048},
                   {"llama-3-8b qkv", 4096, 6144}, {"llama-3-8b o", 4096, 4096},
                   {"llama-3-8b gate_up", 4096, 28672}, {"llama-3-8b down", 14336, 4096}};
-    const int ms[] = {32, 64, 256, 2048}, max_m = 2048;
+    const int ms[N_M] = {32, 64, 128, 256, 512, 1024, 2048}, max_m = 2048;
     printf("quantized linears above the small-batch range, through the backend: median us per call (graph of %d)\n",
            CALLS_PER_GRAPH);
-    printf("%-22s %4s %5s | %9s | %11s %11s %11s %11s | %-11s %6s\n", "shape", "fmt", "m", "fp16", way_names[1],
-           way_names[2], way_names[3], way_names[4], "best", "vs fp16");
+    printf("%-22s %4s %5s | %9s | %9s %11s %11s %9s | %9s | %-11s %6s\n", "shape", "fmt", "m", "fp16", way_names[1],
+           way_names[2], way_names[3], way_names[4], way_names[5], "best", "vs fp16");
     const char *only = getenv("FK_BENCH_ONLY"); /* a substring of the shape's name */
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
         if (only && !strstr(shapes[si].name, only))
@@ -109,7 +121,7 @@ int main(void)
             host[i] = 0.05f * ((float)rand() / RAND_MAX * 2 - 1);
         for (size_t i = 0; i < (size_t)max_m * in; i++)
             xh[i] = (float)rand() / RAND_MAX * 2 - 1;
-        double us[WAYS][4] = {{0}};
+        double us[WAYS][N_M] = {{0}};
         for (fk_quantization f = FK_QUANT_INT8; f <= FK_QUANT_INT4; f++) {
             for (int way = 0; way < WAYS; way++) {
                 if (way == FP16 && f != FK_QUANT_INT8) /* the fp16 row serves both formats */
@@ -125,7 +137,7 @@ int main(void)
                 void *x, *y;
                 check(be->ops->upload_weight(be, xh, max_m, in, &x, &err), &err);
                 check(be->ops->alloc(be, (size_t)max_m * out * 2, &y, &err), &err);
-                for (int mi = 0; mi < 4; mi++)
+                for (int mi = 0; mi < N_M; mi++)
                     us[way][mi] = way == PASSES && ms[mi] > 256 ? 0 : time_us(be, y, x, w, copies, ms[mi], in, out);
                 for (int c = 0; c < copies; c++) {
                     be->ops->release(be, w[c].data);
@@ -135,19 +147,21 @@ int main(void)
                 be->ops->release(be, x), be->ops->release(be, y);
                 free(w);
             }
-            for (int mi = 0; mi < 4; mi++) {
-                int best = DEQUANT_64M;
-                for (int way = DEQUANT_64M; way < WAYS; way++)
+            for (int mi = 0; mi < N_M; mi++) {
+                int best = TILED;
+                for (int way = TILED; way < DEFAULT; way++)
                     if (us[way][mi] > 0 && us[way][mi] < us[best][mi])
                         best = way;
-                const double ratio = us[best][mi] / us[FP16][mi];
-                printf("%-22s %4s %5d | %9.2f | %11.2f %11.2f %11.2f %11.2f | %-11s %5.2fx%s\n", shapes[si].name,
-                       fk_quantization_name(f), ms[mi], us[FP16][mi], us[DEQUANT_64M][mi], us[DEQUANT_8M][mi],
-                       us[DEQUANT_2M][mi], us[PASSES][mi], way_names[best], ratio, ratio > 1.3 ? " (over 1.3x)" : "");
-                printf("RESULT linear_quant_large %s %s m=%d: fp16 %.2f us; dequant 64M %.2f, 8M %.2f, 2M %.2f, "
-                       "passes %.2f us; best %s %.2fx\n",
-                       fk_quantization_name(f), shapes[si].name, ms[mi], us[FP16][mi], us[DEQUANT_64M][mi],
-                       us[DEQUANT_8M][mi], us[DEQUANT_2M][mi], us[PASSES][mi], way_names[best], ratio);
+                const double ratio = us[DEFAULT][mi] / us[FP16][mi];
+                printf("%-22s %4s %5d | %9.2f | %9.2f %11.2f %11.2f %9.2f | %9.2f | %-11s %5.2fx%s\n", shapes[si].name,
+                       fk_quantization_name(f), ms[mi], us[FP16][mi], us[TILED][mi], us[DEQUANT_64M][mi],
+                       us[DEQUANT_8M][mi], us[PASSES][mi], us[DEFAULT][mi], way_names[best], ratio,
+                       ratio > 1.3 ? " (over 1.3x)" : "");
+                printf("RESULT linear_quant_large %s %s m=%d: fp16 %.2f us; tiled %.2f, dequant 64M %.2f, 8M %.2f, "
+                       "passes %.2f, default %.2f us; best %s; default %.2fx fp16\n",
+                       fk_quantization_name(f), shapes[si].name, ms[mi], us[FP16][mi], us[TILED][mi],
+                       us[DEQUANT_64M][mi], us[DEQUANT_8M][mi], us[PASSES][mi], us[DEFAULT][mi], way_names[best],
+                       ratio);
             }
         }
         free(host), free(xh);

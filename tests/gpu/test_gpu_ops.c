@@ -215,33 +215,38 @@ static void test_linear_silu_mul(void **state)
     linear_cases(SILU_MUL);
 }
 
-/* A CUDA backend created with up to two environment variables set (name, value pairs; NULL names: none). */
-static backend *cuda_with(const char *const env[2][2])
+/* A CUDA backend created with up to three environment variables set (name, value pairs; NULL names: none). */
+static backend *cuda_with(const char *const env[3][2])
 {
-    for (int i = 0; i < 2 && env[i][0]; i++)
+    for (int i = 0; i < 3 && env[i][0]; i++)
         setenv(env[i][0], env[i][1], 1);
     backend *g = NULL;
     fk_error err = {0};
     const fk_status s = backend_cuda_create(&g, &err);
-    for (int i = 0; i < 2 && env[i][0]; i++)
+    for (int i = 0; i < 3 && env[i][0]; i++)
         unsetenv(env[i][0]);
     if (s)
         fail_msg("%s", err.message);
     return g;
 }
 
-/* The paths a quantized linear can take, and the token counts that exercise each: our kernel on the packed weights
- * (16 tokens a pass: up to 32 tokens by default, up to 64 with FK_QUANT_SMALL_MAX_M=64), or W dequantized to fp16 for
- * cuBLAS (above that; and everywhere with FK_QUANT_SMALL_MAX_M=0, here with a 1 MiB scratch so that large weights
- * go a chunk of rows at a time). ns[0] = 0: every count from 1 to 17, then ns[1..]. */
+/* The paths a quantized linear can take, and the token counts that exercise each: our small-batch kernel on the
+ * packed weights (16 tokens a pass: up to 32 tokens by default, up to 64 with FK_QUANT_SMALL_MAX_M=64), our tiled
+ * kernel on them (above that, by default; for every count with FK_QUANT_SMALL_MAX_M=0: partial token tiles, one to
+ * five tiles of 64 tokens, split-K on the long k), or W dequantized to fp16 for cuBLAS (with both off, here with a
+ * 1 MiB scratch so that large weights go a chunk of rows at a time). ns[0] = 0: every count from 1 to 17, then
+ * ns[1..]. */
 static const struct {
     const char *name;
-    const char *env[2][2];
+    const char *env[3][2];
     int ns[5];
 } quant_modes[] = {
-    {"small kernel", {{NULL, NULL}, {NULL, NULL}}, {0, 24, 64, 300, 0}},
+    {"default", {{NULL, NULL}}, {0, 24, 64, 300, 0}},
     {"small kernel up to 64 tokens", {{"FK_QUANT_SMALL_MAX_M", "64"}, {NULL, NULL}}, {17, 31, 33, 64, 0}},
-    {"dequantized, 1 MiB chunks", {{"FK_QUANT_SMALL_MAX_M", "0"}, {"FK_DEQUANT_SCRATCH_MB", "1"}}, {1, 9, 16, 40, 0}},
+    {"tiled kernel", {{"FK_QUANT_SMALL_MAX_M", "0"}, {NULL, NULL}}, {0, 33, 65, 130, 300}},
+    {"dequantized, 1 MiB chunks",
+     {{"FK_QUANT_SMALL_MAX_M", "0"}, {"FK_QUANT_MMA_MAX_M", "0"}, {"FK_DEQUANT_SCRATCH_MB", "1"}},
+     {1, 9, 16, 40, 0}},
 };
 
 /* Both formats in every mode, against the CPU on the same quantized weights. Small shapes: INT8 k a multiple of 16
@@ -307,29 +312,36 @@ static void test_quant_linear_silu_mul(void **state)
  * which every path computes exactly (one product with 1, sums with zeros) before rounding it to fp16: the GPU must
  * give the fp16 of the CPU's dequantized weight, bit for bit. With 16 tokens over 16 rounds every position of a
  * 256-wide row is hit (each byte and nibble of the packing, two INT4 groups); longer rows get random positions, on
- * one and two token tiles, split-K, and the dequantize + cuBLAS path (64 tokens). The weights include a zero row and
- * an all-equal row. Also: the weight bytes the backend counts, and the tuning switches' ranges. */
+ * the small kernel's one and two token tiles and split-K, the tiled kernel's (64 and 130 tokens: one and three token
+ * tiles) and the dequantize + cuBLAS path (64 tokens, on a backend with the tiled kernel off). The weights include a
+ * zero row and an all-equal row. Also: the weight bytes the backend counts, and the tuning switches' ranges. */
 static void test_quant_layout(void **state)
 {
     (void)state;
     const int shapes[][2] = {{256, 40}, {2048, 3072}, {4096, 17}, {14336, 64}};
-    const int ns[] = {16, 9, 1, 64};
+    const int ns[] = {16, 9, 1, 64, 130, 64}; /* the last on `dequantizing` */
+    const char *const off[3][2] = {{"FK_QUANT_SMALL_MAX_M", "0"}, {"FK_QUANT_MMA_MAX_M", "0"}};
+    backend *dequantizing = cuda_with(off);
     for (fk_quantization f = FK_QUANT_INT8; f <= FK_QUANT_INT4; f++)
         for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
             const int in = shapes[k][0], out = shapes[k][1];
             float *w = rand_f16((size_t)out * in, -0.5f, 0.5f), *wd = malloc((size_t)out * in * sizeof *wd);
             for (int i = 0; i < in; i++)
                 w[i] = 0, w[(size_t)in + i] = 0.3125f; /* row 0 zero, row 1 all equal */
-            qweight gw, cw;
+            qweight gw, dw, cw;
             const size_t before = gpu->weight_bytes;
             assert_int_equal(gpu->ops->upload_linear(gpu, w, out, in, f, &gw, NULL), FK_OK);
             assert_int_equal(gpu->weight_bytes - before, quant_data_bytes(f, out, in) + quant_scale_bytes(f, out, in));
+            assert_int_equal(dequantizing->ops->upload_linear(dequantizing, w, out, in, f, &dw, NULL), FK_OK);
             assert_int_equal(cpu->ops->upload_linear(cpu, w, out, in, f, &cw, NULL), FK_OK);
             quant_unpack_rows(f, cw.data, cw.scales, in, 0, out, wd);
             for (int i = 0; i < in; i++)
                 assert_true(wd[i] == 0);
             for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++) {
                 const int n = ns[ni], rounds = k == 0 && n == 16 ? in / 16 : 2;
+                const bool last = ni == sizeof ns / sizeof ns[0] - 1;
+                backend *be = last ? dequantizing : gpu;
+                const qweight *bw = last ? &dw : &gw;
                 for (int r = 0; r < rounds; r++) {
                     float *x = calloc((size_t)n * in, sizeof *x);
                     int *j = malloc((size_t)n * sizeof *j);
@@ -339,27 +351,29 @@ static void test_quant_layout(void **state)
                     }
                     void *dx = to_gpu(x, (size_t)n * in), *dy = poisoned((size_t)n * out);
                     fk_error err = {0};
-                    if (gpu->ops->linear(gpu, dy, dx, &gw, NULL, n, in, out, &err))
+                    if (be->ops->linear(be, dy, dx, bw, NULL, n, in, out, &err))
                         fail_msg("%s layout %dx%d->%d: %s", fk_quantization_name(f), n, in, out, err.message);
                     float *got = from_gpu(dy, (size_t)n * out);
                     for (int t = 0; t < n; t++)
                         for (int o = 0; o < out; o++) {
                             const float want = fp16_to_f32(f32_to_fp16(wd[(size_t)o * in + j[t]]));
                             if (got[(size_t)t * out + o] != want)
-                                fail_msg("%s layout %dx%d->%d: row %d input %d is %g on the GPU, %g on the CPU",
-                                         fk_quantization_name(f), n, in, out, o, j[t],
+                                fail_msg("%s layout %dx%d->%d%s: row %d input %d is %g on the GPU, %g on the CPU",
+                                         fk_quantization_name(f), n, in, out, last ? " (dequantized)" : "", o, j[t],
                                          (double)got[(size_t)t * out + o], (double)want);
                         }
                     free(x), free(j), free(got);
                     gpu->ops->release(gpu, dx), gpu->ops->release(gpu, dy);
                 }
             }
+            dequantizing->ops->release(dequantizing, dw.data), dequantizing->ops->release(dequantizing, dw.scales);
             free(w), free(wd);
             gpu->ops->release(gpu, gw.data), gpu->ops->release(gpu, gw.scales);
             cpu->ops->release(cpu, cw.data), cpu->ops->release(cpu, cw.scales);
         }
-    const char *bad[][2] = {{"FK_QUANT_SMALL_MAX_M", "257"}, {"FK_DEQUANT_SCRATCH_MB", "0"}};
-    for (int i = 0; i < 2; i++) {
+    dequantizing->ops->destroy(dequantizing);
+    const char *bad[][2] = {{"FK_QUANT_SMALL_MAX_M", "257"}, {"FK_DEQUANT_SCRATCH_MB", "0"}, {"FK_QUANT_MMA_MAX_M", "-1"}};
+    for (int i = 0; i < 3; i++) {
         setenv(bad[i][0], bad[i][1], 1);
         backend *g = NULL;
         fk_error err = {0};

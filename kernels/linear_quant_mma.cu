@@ -1,0 +1,312 @@
+// linear_quant_mma.cu — the quantized linear for more tokens than the small-batch kernel takes (busy decode steps,
+// prefill chunks): y[m][n] = epilogue(x[m][k] W'[n][k]^T + bias), W' the dequantized INT8 or INT4 weight of
+// src/quant.h's layouts, read packed. A block computes a tile of 128 rows of W by 64 tokens: four warps of 32 rows
+// each (two m16 row tiles) by all 64 tokens (eight n8 token tiles). k goes in steps of 64: each step's packed W rows
+// (64 or 32 bytes), INT4 (scale, zero) pairs and fp16 x rows (128 bytes) are copied into shared memory by cp.async,
+// STAGES steps in flight (on Turing plain copies: correct, not overlapped). A warp reads its W rows from shared
+// memory with the small kernel's thread mapping (thread t holds k 16t .. 16t + 15 of rows g and g + 8) and
+// dequantizes them in registers into A fragments once per step, for all eight token tiles (quant_fragments.cuh);
+// the B fragments (x) follow the same k permutation, two 16-byte shared loads per token tile.
+// - INT8: A = q exactly; the fp32 sum of q x is multiplied by the row's scale in the epilogue (exact).
+// - INT4: A = (q - z) s rounded to fp16, the weight k_dequant makes for cuBLAS (a group's scale changes every other
+//   step, so it cannot wait for the epilogue).
+// When the tiles are too few to fill the GPU, k is split across blocks (gridDim.z); every split writes its fp32 tile
+// to `partials` and the tile's last split to arrive adds them all in split order (the result does not depend on
+// timing) and writes y.
+#include "common.cuh"
+#include "kernels.h"
+#include "quant_fragments.cuh"
+
+// Steps of k in flight per block (kernels/bench times the choice): 3 keeps INT8's buffers at 48 KiB (a T4 gives a
+// block at most 64 KiB).
+#ifndef FK_QMMA_STAGES
+#define FK_QMMA_STAGES 3
+#endif
+// Blocks per SM that split-K aims for when the tiles alone are too few.
+#ifndef FK_QMMA_BLOCKS_PER_SM
+#define FK_QMMA_BLOCKS_PER_SM 2
+#endif
+
+namespace {
+
+constexpr int WARPS = 4, THREADS = 32 * WARPS;
+constexpr int ROWS = 32 * WARPS;     // rows of W per block (two m16 tiles per warp)
+constexpr int TOKENS = 64;           // tokens per block (eight n8 tiles)
+constexpr int STEP = 64;             // k per step
+constexpr int X_CHUNKS = STEP / 8;   // 16-byte chunks of a token's x per step
+constexpr int GROUP = 128;           // INT4 inputs per (scale, zero)
+constexpr int MIN_STEPS_PER_SPLIT = 4;
+constexpr int TILE_FLOATS = ROWS * TOKENS;
+
+template <int FMT> __host__ __device__ constexpr int w_step_bytes()
+{
+    return FMT == K_QUANT_INT8 ? STEP : STEP / 2; // bytes of one W row per step
+}
+
+// One step's buffers. x rows are 128 bytes: token r's chunk c sits at chunk c ^ (r & 1), so that the 8 threads of a
+// 16-byte shared load (tokens g, g + 1, chunks 2t or 2t + 1) hit 8 different chunks.
+template <int FMT> struct stage_buf {
+    uint8_t w[ROWS][w_step_bytes<FMT>()];
+    uint4 x[TOKENS][X_CHUNKS];
+    uint32_t sz[FMT == K_QUANT_INT4 ? ROWS : 1]; // INT4: the step's (scale, zero) pair of each row
+};
+
+// 16 (or 4) bytes global -> shared, zero-filled when !valid (src is then not read).
+__device__ __forceinline__ void copy16_or_zero(void *dst, const void *src, bool valid)
+{
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src),
+                 "r"(valid ? 16 : 0));
+#else
+    *reinterpret_cast<uint4 *>(dst) = valid ? *reinterpret_cast<const uint4 *>(src) : make_uint4(0, 0, 0, 0);
+#endif
+}
+
+__device__ __forceinline__ void copy4_or_zero(void *dst, const void *src, bool valid)
+{
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(valid ? 4 : 0));
+#else
+    *reinterpret_cast<uint32_t *>(dst) = valid ? *reinterpret_cast<const uint32_t *>(src) : 0u;
+#endif
+}
+
+template <int FMT, int EPI>
+__global__ void __launch_bounds__(THREADS)
+    linear_quant_mma_kernel(__half *__restrict__ y, const __half *__restrict__ x, const uint8_t *__restrict__ wq,
+                            const __half *__restrict__ scales, const __half *__restrict__ bias, int m, int k, int n,
+                            int steps_per_split, float *__restrict__ partials, unsigned *__restrict__ counters)
+{
+    constexpr int WB = w_step_bytes<FMT>(), W_CHUNKS = ROWS * WB / 16;
+    extern __shared__ uint4 smem[]; // FK_QMMA_STAGES buffers
+    stage_buf<FMT> *buf = reinterpret_cast<stage_buf<FMT> *>(smem);
+    __shared__ bool last_split;
+
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+    const int r0 = blockIdx.x * ROWS, m0 = blockIdx.y * TOKENS;
+    const int n_steps = (k + STEP - 1) / STEP;
+    const int s_begin = blockIdx.z * steps_per_split, s_end = min(n_steps, s_begin + steps_per_split);
+    const size_t row_bytes = FMT == K_QUANT_INT8 ? (size_t)k : (size_t)k / 2;
+    const uint32_t *sz_pairs = reinterpret_cast<const uint32_t *>(scales); // INT4: [rows][k / GROUP]
+
+    // Step s's W rows (and INT4 pairs) into buffer b; x separately, after the PDL wait (W does not depend on the
+    // previous kernel, x does).
+    auto copy_w = [&](int b, int s) {
+        for (int c = threadIdx.x; c < W_CHUNKS; c += THREADS) {
+            const int r = c / (WB / 16), part = c % (WB / 16), row = r0 + r;
+            const int kk = s * STEP + part * (FMT == K_QUANT_INT8 ? 16 : 32);
+            const bool ok = s < s_end && row < n && kk < k;
+            copy16_or_zero(&buf[b].w[r][16 * part], ok ? wq + row * row_bytes + (size_t)s * WB + 16 * part : wq, ok);
+        }
+        if constexpr (FMT == K_QUANT_INT4) {
+            const int row = r0 + threadIdx.x; // THREADS == ROWS
+            const bool ok = s < s_end && row < n;
+            copy4_or_zero(&buf[b].sz[threadIdx.x], ok ? sz_pairs + (size_t)row * (k / GROUP) + s / 2 : sz_pairs, ok);
+        }
+    };
+    auto copy_x = [&](int b, int s) {
+        for (int c = threadIdx.x; c < TOKENS * X_CHUNKS; c += THREADS) {
+            const int r = c / X_CHUNKS, part = c % X_CHUNKS, token = m0 + r, kk = s * STEP + 8 * part;
+            const bool ok = s < s_end && token < m && kk < k;
+            copy16_or_zero(&buf[b].x[r][part ^ (r & 1)], ok ? x + (size_t)token * k + kk : x, ok);
+        }
+    };
+
+    float acc[2][8][4] = {};
+    // One step from buffer b: the warp's W rows to A fragments (2 row tiles x 4 MMAs), then each token tile's B
+    // fragments and its 8 MMAs.
+    auto compute = [&](int b) {
+        const stage_buf<FMT> &sb = buf[b];
+        uint32_t a[2][4][4];
+#pragma unroll
+        for (int rt = 0; rt < 2; rt++) {
+            const int lo = warp * 32 + rt * 16 + g, hi = lo + 8;
+            uint4 wl, wh;
+            __half2 z_lo = __float2half2_rn(0.0f), z_hi = z_lo;
+            if constexpr (FMT == K_QUANT_INT8) {
+                wl = *reinterpret_cast<const uint4 *>(&sb.w[lo][16 * t]);
+                wh = *reinterpret_cast<const uint4 *>(&sb.w[hi][16 * t]);
+            } else { // 8 bytes: 16 nibbles, k 16t .. 16t + 15, in the first two words
+                const uint2 l2 = *reinterpret_cast<const uint2 *>(&sb.w[lo][8 * t]);
+                const uint2 h2 = *reinterpret_cast<const uint2 *>(&sb.w[hi][8 * t]);
+                wl = make_uint4(l2.x, l2.y, 0, 0), wh = make_uint4(h2.x, h2.y, 0, 0);
+                z_lo = zero1024(sb.sz[lo]), z_hi = zero1024(sb.sz[hi]);
+            }
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                a_fragment<FMT>(a[rt][j], wl, wh, j, z_lo, z_hi);
+                if constexpr (FMT == K_QUANT_INT4) { // rows g (a[0], a[2]) and g + 8 (a[1], a[3]) times their scale
+                    const __half2 s_lo = __low2half2(as_half2(sb.sz[lo])), s_hi = __low2half2(as_half2(sb.sz[hi]));
+                    a[rt][j][0] = as_u32(__hmul2(as_half2(a[rt][j][0]), s_lo));
+                    a[rt][j][2] = as_u32(__hmul2(as_half2(a[rt][j][2]), s_lo));
+                    a[rt][j][1] = as_u32(__hmul2(as_half2(a[rt][j][1]), s_hi));
+                    a[rt][j][3] = as_u32(__hmul2(as_half2(a[rt][j][3]), s_hi));
+                }
+            }
+        }
+#pragma unroll
+        for (int nt = 0; nt < 8; nt++) {
+            const int r = nt * 8 + g;
+            const uint4 x0 = sb.x[r][(2 * t) ^ (r & 1)], x1 = sb.x[r][(2 * t + 1) ^ (r & 1)];
+            const uint32_t xv[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                const uint32_t bf[2] = {xv[2 * j], xv[2 * j + 1]};
+#pragma unroll
+                for (int rt = 0; rt < 2; rt++)
+                    mma_16816(acc[rt][nt], a[rt][j], bf);
+            }
+        }
+    };
+
+    // The pipeline: buffers of steps s_begin .. s_begin + STAGES - 2 start filling (W before the PDL wait), then each
+    // iteration waits for its step, starts the step STAGES - 1 ahead into the buffer freed last iteration, computes.
+#pragma unroll
+    for (int i = 0; i < FK_QMMA_STAGES - 1; i++)
+        copy_w(i, s_begin + i);
+    pdl_wait();
+    pdl_launch_dependents();
+#pragma unroll
+    for (int i = 0; i < FK_QMMA_STAGES - 1; i++) {
+        copy_x(i, s_begin + i);
+        cp_async_commit(); // group i: step i's x (and, in group 0, every prologue W)
+    }
+    for (int s = s_begin, b = 0; s < s_end; s++, b = (b + 1) % FK_QMMA_STAGES) {
+        cp_async_wait<FK_QMMA_STAGES - 2>();
+        __syncthreads(); // step s visible to all; everyone is done with the buffer refilled next
+        const int ahead = s + FK_QMMA_STAGES - 1, b_ahead = (b + FK_QMMA_STAGES - 1) % FK_QMMA_STAGES;
+        copy_w(b_ahead, ahead);
+        copy_x(b_ahead, ahead);
+        cp_async_commit();
+        compute(b);
+    }
+
+    // Split-K: every split's tile to partials, the last to arrive sums them in split order.
+    if (gridDim.z > 1) {
+        const int tile = blockIdx.y * gridDim.x + blockIdx.x;
+        float *mine = partials + ((size_t)tile * gridDim.z + blockIdx.z) * TILE_FLOATS;
+#pragma unroll
+        for (int i = 0; i < 64; i++)
+            mine[i * THREADS + threadIdx.x] = acc[i / 32][(i / 4) % 8][i % 4];
+        __threadfence();
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            last_split = atomicAdd(&counters[tile], 1u) == gridDim.z - 1;
+            if (last_split)
+                counters[tile] = 0; // ready for the next launch
+        }
+        __syncthreads();
+        if (!last_split)
+            return;
+        __threadfence();
+        const float *all = partials + (size_t)tile * gridDim.z * TILE_FLOATS;
+#pragma unroll
+        for (int i = 0; i < 64; i++)
+            acc[i / 32][(i / 4) % 8][i % 4] = 0;
+        for (unsigned sp = 0; sp < gridDim.z; sp++)
+#pragma unroll
+            for (int i = 0; i < 64; i++)
+                acc[i / 32][(i / 4) % 8][i % 4] += __ldcg(all + (size_t)sp * TILE_FLOATS + i * THREADS + threadIdx.x);
+    }
+
+    // Accumulator e of (rt, nt): row g + 8 (e >= 2) of the row tile, token 2t + (e & 1) of the token tile.
+#pragma unroll
+    for (int rt = 0; rt < 2; rt++)
+#pragma unroll
+        for (int half = 0; half < 2; half++) {
+            const int row = r0 + warp * 32 + rt * 16 + g + 8 * half;
+            if (row >= n)
+                continue;
+            const float scale = FMT == K_QUANT_INT8 ? __half2float(scales[row]) : 1.0f;
+            const float b = bias ? __half2float(bias[row]) : 0.0f;
+#pragma unroll
+            for (int nt = 0; nt < 8; nt++)
+#pragma unroll
+                for (int e = 0; e < 2; e++) {
+                    const int token = m0 + nt * 8 + 2 * t + e;
+                    if (token >= m)
+                        continue;
+                    float v = acc[rt][nt][2 * half + e] * scale + b;
+                    if (EPI == K_LINEAR_GELU)
+                        v = gelu_tanh(v);
+                    y[(size_t)token * n + row] = __float2half(v);
+                }
+        }
+}
+
+int tiles_of(int m, int n)
+{
+    return ((n + ROWS - 1) / ROWS) * ((m + TOKENS - 1) / TOKENS);
+}
+
+template <int FMT, int EPI>
+cudaError_t launch(__half *y, const __half *x, const uint8_t *wq, const __half *scales, const __half *bias, int m,
+                   int k, int n, int splits, float *partials, unsigned *counters, cudaStream_t stream)
+{
+    const int n_steps = (k + STEP - 1) / STEP, steps_per_split = (n_steps + splits - 1) / splits;
+    const dim3 grid((n + ROWS - 1) / ROWS, (m + TOKENS - 1) / TOKENS, (n_steps + steps_per_split - 1) / steps_per_split);
+    constexpr size_t bytes = FK_QMMA_STAGES * sizeof(stage_buf<FMT>);
+    static bool configured; // the shared-memory opt-in above 48 KiB, once per instantiation
+    if (!configured) {
+        const cudaError_t e = cudaFuncSetAttribute(linear_quant_mma_kernel<FMT, EPI>,
+                                                   cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
+        if (e != cudaSuccess)
+            return e;
+        configured = true;
+    }
+    return fk_launch(linear_quant_mma_kernel<FMT, EPI>, grid, dim3(THREADS), bytes, stream, y, x, wq, scales, bias, m,
+                     k, n, steps_per_split, partials, counters);
+}
+
+template <int FMT>
+cudaError_t launch_epilogue(__half *y, const __half *x, const uint8_t *wq, const __half *scales, const __half *bias,
+                            int m, int k, int n, int epilogue, int splits, float *partials, unsigned *counters,
+                            cudaStream_t stream)
+{
+    switch (epilogue) {
+    case K_LINEAR_PLAIN:
+        return launch<FMT, K_LINEAR_PLAIN>(y, x, wq, scales, bias, m, k, n, splits, partials, counters, stream);
+    case K_LINEAR_GELU:
+        return launch<FMT, K_LINEAR_GELU>(y, x, wq, scales, bias, m, k, n, splits, partials, counters, stream);
+    default: return cudaErrorInvalidValue;
+    }
+}
+
+} // namespace
+
+extern "C" int k_linear_quant_mma_splits(int m, int k, int n, int n_sms)
+{
+    // Split k only when the tiles leave SMs idle, each split keeping MIN_STEPS_PER_SPLIT steps, within the partials
+    // buffer and the counters.
+    const int tiles = tiles_of(m, n), n_steps = (k + STEP - 1) / STEP;
+    int splits = (FK_QMMA_BLOCKS_PER_SM * n_sms) / tiles;
+    const int by_work = n_steps / MIN_STEPS_PER_SPLIT;
+    const int by_space = (int)(K_LINEAR_SMALL_PARTIAL_FLOATS / ((size_t)tiles * TILE_FLOATS));
+    splits = splits < by_work ? splits : by_work;
+    splits = splits < by_space ? splits : by_space;
+    if (tiles > K_LINEAR_SMALL_COUNTERS)
+        splits = 1;
+    return splits < 1 ? 1 : splits;
+}
+
+extern "C" cudaError_t k_linear_quant_mma(void *y, const void *x, const void *data, const void *scales,
+                                          const void *bias, int format, int m, int k, int n, int epilogue, int splits,
+                                          float *partials, unsigned *counters, cudaStream_t stream)
+{
+    if (m <= 0 || n <= 0)
+        return cudaSuccess;
+    const bool split_ok = splits == 1 || (partials && counters && tiles_of(m, n) <= K_LINEAR_SMALL_COUNTERS &&
+                                          (size_t)tiles_of(m, n) * splits * TILE_FLOATS <= K_LINEAR_SMALL_PARTIAL_FLOATS);
+    if (k <= 0 || k % (format == K_QUANT_INT8 ? 16 : GROUP) || splits < 1 || !split_ok)
+        return cudaErrorInvalidValue;
+    __half *yh = (__half *)y;
+    const __half *xh = (const __half *)x, *sh = (const __half *)scales, *bh = (const __half *)bias;
+    const uint8_t *wq = (const uint8_t *)data;
+    switch (format) {
+    case K_QUANT_INT8:
+        return launch_epilogue<K_QUANT_INT8>(yh, xh, wq, sh, bh, m, k, n, epilogue, splits, partials, counters, stream);
+    case K_QUANT_INT4:
+        return launch_epilogue<K_QUANT_INT4>(yh, xh, wq, sh, bh, m, k, n, epilogue, splits, partials, counters, stream);
+    default: return cudaErrorInvalidValue;
+    }
+}
