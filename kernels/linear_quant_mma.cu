@@ -144,18 +144,25 @@ __global__ void __launch_bounds__(THREADS)
                 }
             }
         }
+        // x chunk 2t + hx holds k 16t + 8hx .. + 7: MMAs j = 2hx, 2hx + 1. The 16 accumulators take turns, so that
+        // consecutive MMAs are independent (an MMA's latency is many times its issue interval).
 #pragma unroll
-        for (int nt = 0; nt < 8; nt++) {
-            const int r = nt * 8 + g;
-            const uint4 x0 = sb.x[r][(2 * t) ^ (r & 1)], x1 = sb.x[r][(2 * t + 1) ^ (r & 1)];
-            const uint32_t xv[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
+        for (int hx = 0; hx < 2; hx++) {
+            uint4 xc[8];
 #pragma unroll
-            for (int j = 0; j < 4; j++) {
-                const uint32_t bf[2] = {xv[2 * j], xv[2 * j + 1]};
-#pragma unroll
-                for (int rt = 0; rt < 2; rt++)
-                    mma_16816(acc[rt][nt], a[rt][j], bf);
+            for (int nt = 0; nt < 8; nt++) {
+                const int r = nt * 8 + g;
+                xc[nt] = sb.x[r][(2 * t + hx) ^ (r & 1)];
             }
+#pragma unroll
+            for (int jj = 0; jj < 2; jj++)
+#pragma unroll
+                for (int nt = 0; nt < 8; nt++) {
+                    const uint32_t bf[2] = {jj ? xc[nt].z : xc[nt].x, jj ? xc[nt].w : xc[nt].y};
+#pragma unroll
+                    for (int rt = 0; rt < 2; rt++)
+                        mma_16816(acc[rt][nt], a[rt][2 * hx + jj], bf);
+                }
         }
     };
 
