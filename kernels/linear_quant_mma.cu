@@ -22,6 +22,10 @@
 #ifndef FK_QMMA_STAGES
 #define FK_QMMA_STAGES 3
 #endif
+// Blocks per SM the registers must leave room for (__launch_bounds__; 4 caps them at 128 a thread).
+#ifndef FK_QMMA_MIN_BLOCKS
+#define FK_QMMA_MIN_BLOCKS 1
+#endif
 // Blocks per SM that split-K aims for when the tiles alone are too few.
 #ifndef FK_QMMA_BLOCKS_PER_SM
 #define FK_QMMA_BLOCKS_PER_SM 2
@@ -72,12 +76,12 @@ __device__ __forceinline__ void copy4_or_zero(void *dst, const void *src, bool v
 }
 
 template <int FMT, int EPI>
-__global__ void __launch_bounds__(THREADS)
+__global__ void __launch_bounds__(THREADS, FK_QMMA_MIN_BLOCKS)
     linear_quant_mma_kernel(__half *__restrict__ y, const __half *__restrict__ x, const uint8_t *__restrict__ wq,
                             const __half *__restrict__ scales, const __half *__restrict__ bias, int m, int k, int n,
                             int steps_per_split, float *__restrict__ partials, unsigned *__restrict__ counters)
 {
-    constexpr int WB = w_step_bytes<FMT>(), W_CHUNKS = ROWS * WB / 16;
+    constexpr int WB = w_step_bytes<FMT>();
     extern __shared__ uint4 smem[]; // FK_QMMA_STAGES buffers
     stage_buf<FMT> *buf = reinterpret_cast<stage_buf<FMT> *>(smem);
     __shared__ bool last_split;
@@ -89,63 +93,63 @@ __global__ void __launch_bounds__(THREADS)
     const size_t row_bytes = FMT == K_QUANT_INT8 ? (size_t)k : (size_t)k / 2;
     const uint32_t *sz_pairs = reinterpret_cast<const uint32_t *>(scales); // INT4: [rows][k / GROUP]
 
+    // Each thread copies fixed chunks of every step: W chunk w_part of rows w_row + i * W_ROW_STRIDE, x chunk x_part of
+    // tokens x_row + i * X_ROW_STRIDE (rows and tokens past the end read a valid one and store zeros).
+    constexpr int W_PER_ROW = WB / 16, W_ROW_STRIDE = THREADS / W_PER_ROW, W_COPIES = ROWS / W_ROW_STRIDE;
+    constexpr int X_ROW_STRIDE = THREADS / X_CHUNKS, X_COPIES = TOKENS / X_ROW_STRIDE;
+    const int w_part = threadIdx.x % W_PER_ROW, w_row = threadIdx.x / W_PER_ROW;
+    const int x_part = threadIdx.x % X_CHUNKS, x_row = threadIdx.x / X_CHUNKS;
+    const uint8_t *w_src = wq + (size_t)r0 * row_bytes + 16 * w_part;
+    const __half *x_src = x + (size_t)m0 * k + 8 * x_part;
+    const uint32_t *sz_src = sz_pairs + (size_t)min(r0 + (int)threadIdx.x, n - 1) * (k / GROUP);
+    const int rows_left = n - r0 - w_row, tokens_left = m - m0 - x_row;
+
     // Step s's W rows (and INT4 pairs) into buffer b; x separately, after the PDL wait (W does not depend on the
     // previous kernel, x does).
     auto copy_w = [&](int b, int s) {
-        for (int c = threadIdx.x; c < W_CHUNKS; c += THREADS) {
-            const int r = c / (WB / 16), part = c % (WB / 16), row = r0 + r;
-            const int kk = s * STEP + part * (FMT == K_QUANT_INT8 ? 16 : 32);
-            const bool ok = s < s_end && row < n && kk < k;
-            copy16_or_zero(&buf[b].w[r][16 * part], ok ? wq + row * row_bytes + (size_t)s * WB + 16 * part : wq, ok);
+        const bool k_ok = s < s_end && s * STEP + w_part * (FMT == K_QUANT_INT8 ? 16 : 32) < k;
+#pragma unroll
+        for (int i = 0; i < W_COPIES; i++) {
+            const bool ok = k_ok && i * W_ROW_STRIDE < rows_left;
+            copy16_or_zero(&buf[b].w[w_row + i * W_ROW_STRIDE][16 * w_part],
+                           ok ? w_src + (size_t)(w_row + i * W_ROW_STRIDE) * row_bytes + (size_t)s * WB : wq, ok);
         }
-        if constexpr (FMT == K_QUANT_INT4) {
-            const int row = r0 + threadIdx.x; // THREADS == ROWS
-            const bool ok = s < s_end && row < n;
-            copy4_or_zero(&buf[b].sz[threadIdx.x], ok ? sz_pairs + (size_t)row * (k / GROUP) + s / 2 : sz_pairs, ok);
-        }
+        if constexpr (FMT == K_QUANT_INT4) // THREADS == ROWS: one pair each
+            copy4_or_zero(&buf[b].sz[threadIdx.x], sz_src + s / 2, s < s_end && r0 + (int)threadIdx.x < n);
     };
     auto copy_x = [&](int b, int s) {
-        for (int c = threadIdx.x; c < TOKENS * X_CHUNKS; c += THREADS) {
-            const int r = c / X_CHUNKS, part = c % X_CHUNKS, token = m0 + r, kk = s * STEP + 8 * part;
-            const bool ok = s < s_end && token < m && kk < k;
-            copy16_or_zero(&buf[b].x[r][part ^ (r & 1)], ok ? x + (size_t)token * k + kk : x, ok);
+        const bool k_ok = s < s_end && s * STEP + 8 * x_part < k;
+#pragma unroll
+        for (int i = 0; i < X_COPIES; i++) {
+            const int r = x_row + i * X_ROW_STRIDE;
+            const bool ok = k_ok && i * X_ROW_STRIDE < tokens_left;
+            copy16_or_zero(&buf[b].x[r][x_part ^ (r & 1)], ok ? x_src + (size_t)r * k + s * STEP : x, ok);
         }
     };
 
     float acc[2][8][4] = {};
-    // One step from buffer b: the warp's W rows to A fragments (2 row tiles x 4 MMAs), then each token tile's B
-    // fragments and its 8 MMAs.
+    // One step from buffer b. The warp's W rows (2 row tiles) are read once; for each 8 k of x (chunk 2t + hx: MMAs
+    // j = 2hx, 2hx + 1) the 8 token tiles' B fragments are read, and for each MMA j its A fragments are dequantized
+    // just before the 16 MMAs that use them. The 16 accumulators take turns, so that consecutive MMAs are
+    // independent (an MMA's latency is many times its issue interval).
     auto compute = [&](int b) {
         const stage_buf<FMT> &sb = buf[b];
-        uint32_t a[2][4][4];
+        uint4 wl[2], wh[2];
+        __half2 z_lo[2], z_hi[2], s_lo[2], s_hi[2];
 #pragma unroll
         for (int rt = 0; rt < 2; rt++) {
             const int lo = warp * 32 + rt * 16 + g, hi = lo + 8;
-            uint4 wl, wh;
-            __half2 z_lo = __float2half2_rn(0.0f), z_hi = z_lo;
             if constexpr (FMT == K_QUANT_INT8) {
-                wl = *reinterpret_cast<const uint4 *>(&sb.w[lo][16 * t]);
-                wh = *reinterpret_cast<const uint4 *>(&sb.w[hi][16 * t]);
+                wl[rt] = *reinterpret_cast<const uint4 *>(&sb.w[lo][16 * t]);
+                wh[rt] = *reinterpret_cast<const uint4 *>(&sb.w[hi][16 * t]);
             } else { // 8 bytes: 16 nibbles, k 16t .. 16t + 15, in the first two words
                 const uint2 l2 = *reinterpret_cast<const uint2 *>(&sb.w[lo][8 * t]);
                 const uint2 h2 = *reinterpret_cast<const uint2 *>(&sb.w[hi][8 * t]);
-                wl = make_uint4(l2.x, l2.y, 0, 0), wh = make_uint4(h2.x, h2.y, 0, 0);
-                z_lo = zero1024(sb.sz[lo]), z_hi = zero1024(sb.sz[hi]);
-            }
-#pragma unroll
-            for (int j = 0; j < 4; j++) {
-                a_fragment<FMT>(a[rt][j], wl, wh, j, z_lo, z_hi);
-                if constexpr (FMT == K_QUANT_INT4) { // rows g (a[0], a[2]) and g + 8 (a[1], a[3]) times their scale
-                    const __half2 s_lo = __low2half2(as_half2(sb.sz[lo])), s_hi = __low2half2(as_half2(sb.sz[hi]));
-                    a[rt][j][0] = as_u32(__hmul2(as_half2(a[rt][j][0]), s_lo));
-                    a[rt][j][2] = as_u32(__hmul2(as_half2(a[rt][j][2]), s_lo));
-                    a[rt][j][1] = as_u32(__hmul2(as_half2(a[rt][j][1]), s_hi));
-                    a[rt][j][3] = as_u32(__hmul2(as_half2(a[rt][j][3]), s_hi));
-                }
+                wl[rt] = make_uint4(l2.x, l2.y, 0, 0), wh[rt] = make_uint4(h2.x, h2.y, 0, 0);
+                z_lo[rt] = zero1024(sb.sz[lo]), z_hi[rt] = zero1024(sb.sz[hi]);
+                s_lo[rt] = __low2half2(as_half2(sb.sz[lo])), s_hi[rt] = __low2half2(as_half2(sb.sz[hi]));
             }
         }
-        // x chunk 2t + hx holds k 16t + 8hx .. + 7: MMAs j = 2hx, 2hx + 1. The 16 accumulators take turns, so that
-        // consecutive MMAs are independent (an MMA's latency is many times its issue interval).
 #pragma unroll
         for (int hx = 0; hx < 2; hx++) {
             uint4 xc[8];
@@ -155,14 +159,27 @@ __global__ void __launch_bounds__(THREADS)
                 xc[nt] = sb.x[r][(2 * t + hx) ^ (r & 1)];
             }
 #pragma unroll
-            for (int jj = 0; jj < 2; jj++)
+            for (int jj = 0; jj < 2; jj++) {
+                const int j = 2 * hx + jj;
+                uint32_t a[2][4];
+#pragma unroll
+                for (int rt = 0; rt < 2; rt++) {
+                    a_fragment<FMT>(a[rt], wl[rt], wh[rt], j, z_lo[rt], z_hi[rt]);
+                    if constexpr (FMT == K_QUANT_INT4) { // rows g (a[0], a[2]) and g + 8 (a[1], a[3]) times scales
+                        a[rt][0] = as_u32(__hmul2(as_half2(a[rt][0]), s_lo[rt]));
+                        a[rt][2] = as_u32(__hmul2(as_half2(a[rt][2]), s_lo[rt]));
+                        a[rt][1] = as_u32(__hmul2(as_half2(a[rt][1]), s_hi[rt]));
+                        a[rt][3] = as_u32(__hmul2(as_half2(a[rt][3]), s_hi[rt]));
+                    }
+                }
 #pragma unroll
                 for (int nt = 0; nt < 8; nt++) {
                     const uint32_t bf[2] = {jj ? xc[nt].z : xc[nt].x, jj ? xc[nt].w : xc[nt].y};
 #pragma unroll
                     for (int rt = 0; rt < 2; rt++)
-                        mma_16816(acc[rt][nt], a[rt][2 * hx + jj], bf);
+                        mma_16816(acc[rt][nt], a[rt], bf);
                 }
+            }
         }
     };
 

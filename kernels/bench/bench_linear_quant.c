@@ -112,6 +112,7 @@ int main(void)
     printf("%-22s %4s %5s | %9s | %9s %11s %11s %9s | %9s | %-11s %6s\n", "shape", "fmt", "m", "fp16", way_names[1],
            way_names[2], way_names[3], way_names[4], way_names[5], "best", "vs fp16");
     const char *only = getenv("FK_BENCH_ONLY"); /* a substring of the shape's name */
+    const int only_m = getenv("FK_BENCH_M") ? atoi(getenv("FK_BENCH_M")) : 0; /* one of ms (for a profiler) */
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
         if (only && !strstr(shapes[si].name, only))
             continue;
@@ -138,7 +139,9 @@ int main(void)
                 check(be->ops->upload_weight(be, xh, max_m, in, &x, &err), &err);
                 check(be->ops->alloc(be, (size_t)max_m * out * 2, &y, &err), &err);
                 for (int mi = 0; mi < N_M; mi++)
-                    us[way][mi] = way == PASSES && ms[mi] > 256 ? 0 : time_us(be, y, x, w, copies, ms[mi], in, out);
+                    us[way][mi] = (way == PASSES && ms[mi] > 256) || (only_m && ms[mi] != only_m)
+                                      ? 0
+                                      : time_us(be, y, x, w, copies, ms[mi], in, out);
                 for (int c = 0; c < copies; c++) {
                     be->ops->release(be, w[c].data);
                     if (w[c].scales)
