@@ -22,9 +22,14 @@
 #ifndef FK_QMMA_STAGES
 #define FK_QMMA_STAGES 3
 #endif
-// Blocks per SM the registers must leave room for (__launch_bounds__; 4 caps them at 128 a thread).
+// Blocks per SM the registers must leave room for (__launch_bounds__): 3 caps them at 168 a thread without spills
+// (4, at 128, spills).
 #ifndef FK_QMMA_MIN_BLOCKS
-#define FK_QMMA_MIN_BLOCKS 1
+#define FK_QMMA_MIN_BLOCKS 3
+#endif
+// The fewest k-steps a split takes: fewer splits, a shorter serial sum at the end.
+#ifndef FK_QMMA_MIN_STEPS
+#define FK_QMMA_MIN_STEPS 4
 #endif
 // Blocks per SM that split-K aims for when the tiles alone are too few.
 #ifndef FK_QMMA_BLOCKS_PER_SM
@@ -39,7 +44,6 @@ constexpr int TOKENS = 64;           // tokens per block (eight n8 tiles)
 constexpr int STEP = 64;             // k per step
 constexpr int X_CHUNKS = STEP / 8;   // 16-byte chunks of a token's x per step
 constexpr int GROUP = 128;           // INT4 inputs per (scale, zero)
-constexpr int MIN_STEPS_PER_SPLIT = 4;
 constexpr int TILE_FLOATS = ROWS * TOKENS;
 
 template <int FMT> __host__ __device__ constexpr int w_step_bytes()
@@ -47,9 +51,9 @@ template <int FMT> __host__ __device__ constexpr int w_step_bytes()
     return FMT == K_QUANT_INT8 ? STEP : STEP / 2; // bytes of one W row per step
 }
 
-// One step's buffers. x rows are 128 bytes: token r's chunk c sits at chunk c ^ (r & 1), so that the 8 threads of a
+// One step's buffers, 128-byte aligned (a 16-byte shared load of 8 threads then covers one 128-byte line). x rows are 128 bytes: token r's chunk c sits at chunk c ^ (r & 1), so that the 8 threads of a
 // 16-byte shared load (tokens g, g + 1, chunks 2t or 2t + 1) hit 8 different chunks.
-template <int FMT> struct stage_buf {
+template <int FMT> struct alignas(128) stage_buf {
     uint8_t w[ROWS][w_step_bytes<FMT>()];
     uint4 x[TOKENS][X_CHUNKS];
     uint32_t sz[FMT == K_QUANT_INT4 ? ROWS : 1]; // INT4: the step's (scale, zero) pair of each row
@@ -208,10 +212,13 @@ __global__ void __launch_bounds__(THREADS, FK_QMMA_MIN_BLOCKS)
     // Split-K: every split's tile to partials, the last to arrive sums them in split order.
     if (gridDim.z > 1) {
         const int tile = blockIdx.y * gridDim.x + blockIdx.x;
-        float *mine = partials + ((size_t)tile * gridDim.z + blockIdx.z) * TILE_FLOATS;
+        // as float4s: accumulator quad i = rt * 8 + nt of thread x at [i][x]
+        float4 *mine = reinterpret_cast<float4 *>(partials + ((size_t)tile * gridDim.z + blockIdx.z) * TILE_FLOATS);
 #pragma unroll
-        for (int i = 0; i < 64; i++)
-            mine[i * THREADS + threadIdx.x] = acc[i / 32][(i / 4) % 8][i % 4];
+        for (int i = 0; i < 16; i++) {
+            const float *q = acc[i / 8][i % 8];
+            mine[i * THREADS + threadIdx.x] = make_float4(q[0], q[1], q[2], q[3]);
+        }
         __threadfence();
         __syncthreads();
         if (threadIdx.x == 0) {
@@ -223,14 +230,19 @@ __global__ void __launch_bounds__(THREADS, FK_QMMA_MIN_BLOCKS)
         if (!last_split)
             return;
         __threadfence();
-        const float *all = partials + (size_t)tile * gridDim.z * TILE_FLOATS;
+        const float4 *all = reinterpret_cast<const float4 *>(partials + (size_t)tile * gridDim.z * TILE_FLOATS);
 #pragma unroll
-        for (int i = 0; i < 64; i++)
-            acc[i / 32][(i / 4) % 8][i % 4] = 0;
+        for (int i = 0; i < 16; i++)
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                acc[i / 8][i % 8][e] = 0;
         for (unsigned sp = 0; sp < gridDim.z; sp++)
 #pragma unroll
-            for (int i = 0; i < 64; i++)
-                acc[i / 32][(i / 4) % 8][i % 4] += __ldcg(all + (size_t)sp * TILE_FLOATS + i * THREADS + threadIdx.x);
+            for (int i = 0; i < 16; i++) {
+                const float4 v = __ldcg(all + ((size_t)sp * 16 + i) * THREADS + threadIdx.x);
+                float *q = acc[i / 8][i % 8];
+                q[0] += v.x, q[1] += v.y, q[2] += v.z, q[3] += v.w;
+            }
     }
 
     // Accumulator e of (rt, nt): row g + 8 (e >= 2) of the row tile, token 2t + (e & 1) of the token tile.
@@ -276,6 +288,12 @@ cudaError_t launch(__half *y, const __half *x, const uint8_t *wq, const __half *
                                                    cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
         if (e != cudaSuccess)
             return e;
+        // as much shared memory as the SM has, so that FK_QMMA_MIN_BLOCKS blocks fit beside one another
+        const cudaError_t c = cudaFuncSetAttribute(linear_quant_mma_kernel<FMT, EPI>,
+                                                   cudaFuncAttributePreferredSharedMemoryCarveout,
+                                                   (int)cudaSharedmemCarveoutMaxShared);
+        if (c != cudaSuccess)
+            return c;
         configured = true;
     }
     return fk_launch(linear_quant_mma_kernel<FMT, EPI>, grid, dim3(THREADS), bytes, stream, y, x, wq, scales, bias, m,
@@ -300,11 +318,11 @@ cudaError_t launch_epilogue(__half *y, const __half *x, const uint8_t *wq, const
 
 extern "C" int k_linear_quant_mma_splits(int m, int k, int n, int n_sms)
 {
-    // Split k only when the tiles leave SMs idle, each split keeping MIN_STEPS_PER_SPLIT steps, within the partials
+    // Split k only when the tiles leave SMs idle, each split keeping FK_QMMA_MIN_STEPS steps, within the partials
     // buffer and the counters.
     const int tiles = tiles_of(m, n), n_steps = (k + STEP - 1) / STEP;
     int splits = (FK_QMMA_BLOCKS_PER_SM * n_sms) / tiles;
-    const int by_work = n_steps / MIN_STEPS_PER_SPLIT;
+    const int by_work = n_steps / FK_QMMA_MIN_STEPS;
     const int by_space = (int)(K_LINEAR_SMALL_PARTIAL_FLOATS / ((size_t)tiles * TILE_FLOATS));
     splits = splits < by_work ? splits : by_work;
     splits = splits < by_space ? splits : by_space;

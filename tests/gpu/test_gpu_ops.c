@@ -340,7 +340,8 @@ static void test_quant_layout(void **state)
             for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++) {
                 const int n = ns[ni], rounds = k == 0 && n == 16 ? in / 16 : 2;
                 const bool last = ni == sizeof ns / sizeof ns[0] - 1;
-                backend *be = last ? dequantizing : gpu;
+                backend *shared = gpu;
+                gpu = last ? dequantizing : shared; /* the helpers upload through `gpu`, on its stream */
                 const qweight *bw = last ? &dw : &gw;
                 for (int r = 0; r < rounds; r++) {
                     float *x = calloc((size_t)n * in, sizeof *x);
@@ -351,7 +352,7 @@ static void test_quant_layout(void **state)
                     }
                     void *dx = to_gpu(x, (size_t)n * in), *dy = poisoned((size_t)n * out);
                     fk_error err = {0};
-                    if (be->ops->linear(be, dy, dx, bw, NULL, n, in, out, &err))
+                    if (gpu->ops->linear(gpu, dy, dx, bw, NULL, n, in, out, &err))
                         fail_msg("%s layout %dx%d->%d: %s", fk_quantization_name(f), n, in, out, err.message);
                     float *got = from_gpu(dy, (size_t)n * out);
                     for (int t = 0; t < n; t++)
@@ -365,6 +366,7 @@ static void test_quant_layout(void **state)
                     free(x), free(j), free(got);
                     gpu->ops->release(gpu, dx), gpu->ops->release(gpu, dy);
                 }
+                gpu = shared;
             }
             dequantizing->ops->release(dequantizing, dw.data), dequantizing->ops->release(dequantizing, dw.scales);
             free(w), free(wd);
