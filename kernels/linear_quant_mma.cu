@@ -22,10 +22,10 @@
 #ifndef FK_QMMA_STAGES
 #define FK_QMMA_STAGES 3
 #endif
-// Blocks per SM the registers must leave room for (__launch_bounds__): 3 caps them at 168 a thread without spills
-// (4, at 128, spills).
+// Blocks per SM the registers must leave room for (__launch_bounds__). 1: the compiler's choice (about 180 a thread,
+// 2 blocks per SM); 3 (168 a thread) measured slower, 4 (128) spills.
 #ifndef FK_QMMA_MIN_BLOCKS
-#define FK_QMMA_MIN_BLOCKS 3
+#define FK_QMMA_MIN_BLOCKS 1
 #endif
 // The fewest k-steps a split takes: fewer splits, a shorter serial sum at the end.
 #ifndef FK_QMMA_MIN_STEPS
@@ -86,7 +86,7 @@ __global__ void __launch_bounds__(THREADS, FK_QMMA_MIN_BLOCKS)
                             int steps_per_split, float *__restrict__ partials, unsigned *__restrict__ counters)
 {
     constexpr int WB = w_step_bytes<FMT>();
-    extern __shared__ uint4 smem[]; // FK_QMMA_STAGES buffers
+    extern __shared__ __align__(128) uint4 smem[]; // FK_QMMA_STAGES buffers
     stage_buf<FMT> *buf = reinterpret_cast<stage_buf<FMT> *>(smem);
     __shared__ bool last_split;
 

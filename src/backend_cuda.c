@@ -55,7 +55,7 @@ typedef struct cuda_backend {
 #define SMALL_LINEAR_MAX_M_DEFAULT 16 /* the crossover against cuBLAS, kernels/bench/bench_linear (BENCHMARKS.md) */
 #define UNALIGNED_MAX_M_DEFAULT 256 /* likewise for unaligned output rows */
 #define QUANT_SMALL_MAX_M_DEFAULT 32 /* two passes still beat dequantize + cuBLAS at 32 tokens (BENCHMARKS.md) */
-#define QUANT_MMA_MAX_M_DEFAULT 1024 /* above it, dequantize + cuBLAS (BENCHMARKS.md) */
+#define QUANT_MMA_MAX_M_DEFAULT 128 /* above it, dequantize + cuBLAS is faster (BENCHMARKS.md) */
 #define DEQUANT_SCRATCH_MB_DEFAULT 64
 
 typedef struct prefill_tile {

@@ -232,9 +232,10 @@ static backend *cuda_with(const char *const env[3][2])
 
 /* The paths a quantized linear can take, and the token counts that exercise each: our small-batch kernel on the
  * packed weights (16 tokens a pass: up to 32 tokens by default, up to 64 with FK_QUANT_SMALL_MAX_M=64), our tiled
- * kernel on them (above that, by default; for every count with FK_QUANT_SMALL_MAX_M=0: partial token tiles, one to
- * five tiles of 64 tokens, split-K on the long k), or W dequantized to fp16 for cuBLAS (with both off, here with a
- * 1 MiB scratch so that large weights go a chunk of rows at a time). ns[0] = 0: every count from 1 to 17, then
+ * kernel on them (above that, up to 128 tokens by default; for every count with FK_QUANT_SMALL_MAX_M=0 and
+ * FK_QUANT_MMA_MAX_M=4096: partial token tiles, one to five tiles of 64 tokens, split-K on the long k), or W
+ * dequantized to fp16 for cuBLAS (above that by default: the 300-token cases; with both off, here with a 1 MiB
+ * scratch so that large weights go a chunk of rows at a time). ns[0] = 0: every count from 1 to 17, then
  * ns[1..]. */
 static const struct {
     const char *name;
@@ -243,7 +244,7 @@ static const struct {
 } quant_modes[] = {
     {"default", {{NULL, NULL}}, {0, 24, 64, 300, 0}},
     {"small kernel up to 64 tokens", {{"FK_QUANT_SMALL_MAX_M", "64"}, {NULL, NULL}}, {17, 31, 33, 64, 0}},
-    {"tiled kernel", {{"FK_QUANT_SMALL_MAX_M", "0"}, {NULL, NULL}}, {0, 33, 65, 130, 300}},
+    {"tiled kernel", {{"FK_QUANT_SMALL_MAX_M", "0"}, {"FK_QUANT_MMA_MAX_M", "4096"}}, {0, 33, 65, 130, 300}},
     {"dequantized, 1 MiB chunks",
      {{"FK_QUANT_SMALL_MAX_M", "0"}, {"FK_QUANT_MMA_MAX_M", "0"}, {"FK_DEQUANT_SCRATCH_MB", "1"}},
      {1, 9, 16, 40, 0}},
@@ -312,14 +313,14 @@ static void test_quant_linear_silu_mul(void **state)
  * which every path computes exactly (one product with 1, sums with zeros) before rounding it to fp16: the GPU must
  * give the fp16 of the CPU's dequantized weight, bit for bit. With 16 tokens over 16 rounds every position of a
  * 256-wide row is hit (each byte and nibble of the packing, two INT4 groups); longer rows get random positions, on
- * the small kernel's one and two token tiles and split-K, the tiled kernel's (64 and 130 tokens: one and three token
+ * the small kernel's one and two token tiles and split-K, the tiled kernel's (64 and 100 tokens: one and two token
  * tiles) and the dequantize + cuBLAS path (64 tokens, on a backend with the tiled kernel off). The weights include a
  * zero row and an all-equal row. Also: the weight bytes the backend counts, and the tuning switches' ranges. */
 static void test_quant_layout(void **state)
 {
     (void)state;
     const int shapes[][2] = {{256, 40}, {2048, 3072}, {4096, 17}, {14336, 64}};
-    const int ns[] = {16, 9, 1, 64, 130, 64}; /* the last on `dequantizing` */
+    const int ns[] = {16, 9, 1, 64, 100, 64}; /* the last on `dequantizing` */
     const char *const off[3][2] = {{"FK_QUANT_SMALL_MAX_M", "0"}, {"FK_QUANT_MMA_MAX_M", "0"}};
     backend *dequantizing = cuda_with(off);
     for (fk_quantization f = FK_QUANT_INT8; f <= FK_QUANT_INT4; f++)
