@@ -108,6 +108,9 @@ __global__ void __launch_bounds__(THREADS, FK_QMMA_MIN_BLOCKS)
     const uint32_t *sz_src = sz_pairs + (size_t)min(r0 + (int)threadIdx.x, n - 1) * (k / GROUP);
     const int rows_left = n - r0 - w_row, tokens_left = m - m0 - x_row;
 
+    // INT4: whether step s needs its group's (scale, zero) pairs (two steps share a group: the second keeps them).
+    auto new_group = [&](int s) { return s % 2 == 0 || s == s_begin; };
+
     // Step s's W rows (and INT4 pairs) into buffer b; x separately, after the PDL wait (W does not depend on the
     // previous kernel, x does).
     auto copy_w = [&](int b, int s) {
@@ -118,7 +121,7 @@ __global__ void __launch_bounds__(THREADS, FK_QMMA_MIN_BLOCKS)
             copy16_or_zero(&buf[b].w[w_row + i * W_ROW_STRIDE][16 * w_part],
                            ok ? w_src + (size_t)(w_row + i * W_ROW_STRIDE) * row_bytes + (size_t)s * WB : wq, ok);
         }
-        if constexpr (FMT == K_QUANT_INT4) // THREADS == ROWS: one pair each
+        if (FMT == K_QUANT_INT4 && new_group(s)) // THREADS == ROWS: one pair each
             copy4_or_zero(&buf[b].sz[threadIdx.x], sz_src + s / 2, s < s_end && r0 + (int)threadIdx.x < n);
     };
     auto copy_x = [&](int b, int s) {
@@ -136,10 +139,10 @@ __global__ void __launch_bounds__(THREADS, FK_QMMA_MIN_BLOCKS)
     // j = 2hx, 2hx + 1) the 8 token tiles' B fragments are read, and for each MMA j its A fragments are dequantized
     // just before the 16 MMAs that use them. The 16 accumulators take turns, so that consecutive MMAs are
     // independent (an MMA's latency is many times its issue interval).
-    auto compute = [&](int b) {
+    __half2 z_lo[2], z_hi[2], s_lo[2], s_hi[2]; // INT4: the current group's 1024 + z and s of rows g, g + 8
+    auto compute = [&](int b, int s) {
         const stage_buf<FMT> &sb = buf[b];
         uint4 wl[2], wh[2];
-        __half2 z_lo[2], z_hi[2], s_lo[2], s_hi[2];
 #pragma unroll
         for (int rt = 0; rt < 2; rt++) {
             const int lo = warp * 32 + rt * 16 + g, hi = lo + 8;
@@ -150,8 +153,10 @@ __global__ void __launch_bounds__(THREADS, FK_QMMA_MIN_BLOCKS)
                 const uint2 l2 = *reinterpret_cast<const uint2 *>(&sb.w[lo][8 * t]);
                 const uint2 h2 = *reinterpret_cast<const uint2 *>(&sb.w[hi][8 * t]);
                 wl[rt] = make_uint4(l2.x, l2.y, 0, 0), wh[rt] = make_uint4(h2.x, h2.y, 0, 0);
-                z_lo[rt] = zero1024(sb.sz[lo]), z_hi[rt] = zero1024(sb.sz[hi]);
-                s_lo[rt] = __low2half2(as_half2(sb.sz[lo])), s_hi[rt] = __low2half2(as_half2(sb.sz[hi]));
+                if (new_group(s)) {
+                    z_lo[rt] = zero1024(sb.sz[lo]), z_hi[rt] = zero1024(sb.sz[hi]);
+                    s_lo[rt] = __low2half2(as_half2(sb.sz[lo])), s_hi[rt] = __low2half2(as_half2(sb.sz[hi]));
+                }
             }
         }
 #pragma unroll
@@ -206,7 +211,7 @@ __global__ void __launch_bounds__(THREADS, FK_QMMA_MIN_BLOCKS)
         copy_w(b_ahead, ahead);
         copy_x(b_ahead, ahead);
         cp_async_commit();
-        compute(b);
+        compute(b, s);
     }
 
     // Split-K: every split's tile to partials, the last to arrive sums them in split order.
