@@ -31,6 +31,10 @@
 #ifndef FK_QMMA_MIN_STEPS
 #define FK_QMMA_MIN_STEPS 4
 #endif
+// 1: a step's A fragments are all dequantized before its first MMA; 0: each MMA column's just before its MMAs.
+#ifndef FK_QMMA_EARLY_DEQUANT
+#define FK_QMMA_EARLY_DEQUANT 0
+#endif
 // Blocks per SM that split-K aims for when the tiles alone are too few.
 #ifndef FK_QMMA_BLOCKS_PER_SM
 #define FK_QMMA_BLOCKS_PER_SM 2
@@ -159,6 +163,24 @@ __global__ void __launch_bounds__(THREADS, FK_QMMA_MIN_BLOCKS)
                 }
             }
         }
+        // MMA j's A fragments of both row tiles.
+        auto dequant = [&](int j, uint32_t (&a)[2][4]) {
+#pragma unroll
+            for (int rt = 0; rt < 2; rt++) {
+                a_fragment<FMT>(a[rt], wl[rt], wh[rt], j, z_lo[rt], z_hi[rt]);
+                if constexpr (FMT == K_QUANT_INT4) { // rows g (a[0], a[2]) and g + 8 (a[1], a[3]) times scales
+                    a[rt][0] = as_u32(__hmul2(as_half2(a[rt][0]), s_lo[rt]));
+                    a[rt][2] = as_u32(__hmul2(as_half2(a[rt][2]), s_lo[rt]));
+                    a[rt][1] = as_u32(__hmul2(as_half2(a[rt][1]), s_hi[rt]));
+                    a[rt][3] = as_u32(__hmul2(as_half2(a[rt][3]), s_hi[rt]));
+                }
+            }
+        };
+        uint32_t a_all[FK_QMMA_EARLY_DEQUANT ? 4 : 1][2][4]; // FK_QMMA_EARLY_DEQUANT: all four MMAs' at once
+        if constexpr (FK_QMMA_EARLY_DEQUANT)
+#pragma unroll
+            for (int j = 0; j < 4; j++)
+                dequant(j, a_all[j]);
 #pragma unroll
         for (int hx = 0; hx < 2; hx++) {
             uint4 xc[8];
@@ -170,17 +192,9 @@ __global__ void __launch_bounds__(THREADS, FK_QMMA_MIN_BLOCKS)
 #pragma unroll
             for (int jj = 0; jj < 2; jj++) {
                 const int j = 2 * hx + jj;
-                uint32_t a[2][4];
-#pragma unroll
-                for (int rt = 0; rt < 2; rt++) {
-                    a_fragment<FMT>(a[rt], wl[rt], wh[rt], j, z_lo[rt], z_hi[rt]);
-                    if constexpr (FMT == K_QUANT_INT4) { // rows g (a[0], a[2]) and g + 8 (a[1], a[3]) times scales
-                        a[rt][0] = as_u32(__hmul2(as_half2(a[rt][0]), s_lo[rt]));
-                        a[rt][2] = as_u32(__hmul2(as_half2(a[rt][2]), s_lo[rt]));
-                        a[rt][1] = as_u32(__hmul2(as_half2(a[rt][1]), s_hi[rt]));
-                        a[rt][3] = as_u32(__hmul2(as_half2(a[rt][3]), s_hi[rt]));
-                    }
-                }
+                uint32_t(&a)[2][4] = a_all[FK_QMMA_EARLY_DEQUANT ? j : 0];
+                if constexpr (!FK_QMMA_EARLY_DEQUANT)
+                    dequant(j, a);
 #pragma unroll
                 for (int nt = 0; nt < 8; nt++) {
                     const uint32_t bf[2] = {jj ? xc[nt].z : xc[nt].x, jj ? xc[nt].w : xc[nt].y};
