@@ -34,8 +34,8 @@ typedef struct cuda_backend {
                              * head), where cuBLAS is slow; passes of 64 tokens (FK_SMALL_LINEAR_UNALIGNED_MAX_M) */
     float *linear_partials; /* k_linear_small's and k_linear_quant's split-K scratch and its tile counters */
     unsigned *linear_counters;
-    int quant_small_max_m[2]; /* INT8, INT4 linears of up to this many tokens run k_linear_quant, 16 tokens a
-                               * pass (FK_QUANT_SMALL_MAX_M sets both) */
+    int quant_small_max_m; /* quantized linears of up to this many tokens run k_linear_quant, 16 tokens a pass
+                            * (FK_QUANT_SMALL_MAX_M) */
     int quant_mma_max_m;   /* more tokens, up to this many: k_linear_quant_mma (FK_QUANT_MMA_MAX_M) */
     void *dequant;         /* larger batches: a quantized weight dequantized to fp16 here, for cuBLAS */
     size_t dequant_bytes;  /* its size: the largest quantized weight uploaded, at most dequant_cap */
@@ -54,10 +54,10 @@ typedef struct cuda_backend {
 #define GELU_BY_CUBLASLT_DEFAULT true
 #define SMALL_LINEAR_MAX_M_DEFAULT 16 /* the crossover against cuBLAS, kernels/bench/bench_linear (BENCHMARKS.md) */
 #define UNALIGNED_MAX_M_DEFAULT 256 /* likewise for unaligned output rows */
-/* From bench_linear_quant (BENCHMARKS.md): for INT8 the tiled kernel beats two passes of the small one from 17 tokens
- * on; for INT4 two passes still win at 32 tokens on most shapes. */
-#define QUANT_SMALL_MAX_M_INT8 16
-#define QUANT_SMALL_MAX_M_INT4 32
+/* Two passes of the small kernel, not the tiled one, up to 32 tokens: in bench-1b's decode step at 32 requests the
+ * tiled kernel did not gain for INT8 (-2 %) though it wins on most shapes alone, and loses on most for INT4
+ * (BENCHMARKS.md). */
+#define QUANT_SMALL_MAX_M_DEFAULT 32
 #define QUANT_MMA_MAX_M_DEFAULT 128 /* above it, dequantize + cuBLAS is faster (BENCHMARKS.md) */
 #define DEQUANT_SCRATCH_MB_DEFAULT 64
 
@@ -373,9 +373,9 @@ static fk_status plain_linear(cuda_backend *cb, void *y, const void *x, const vo
 }
 
 /* Whether k_linear_quant takes this quantized linear: few tokens, rows of whole 16-byte vectors, aligned x. */
-static bool quant_small(const cuda_backend *cb, const qweight *w, int n, int in, const void *x)
+static bool quant_small(const cuda_backend *cb, int n, int in, const void *x)
 {
-    return n <= cb->quant_small_max_m[w->format == FK_QUANT_INT4] && in % 16 == 0 && (uintptr_t)x % 16 == 0;
+    return n <= cb->quant_small_max_m && in % 16 == 0 && (uintptr_t)x % 16 == 0;
 }
 
 /* k_linear_quant in passes of up to 16 tokens (each pass reads the packed weights once). */
@@ -448,7 +448,7 @@ static fk_status cuda_linear(backend *b, void *y, const void *x, const qweight *
     cuda_backend *cb = cb_of(b);
     if (w->format == FK_QUANT_NONE)
         return plain_linear(cb, y, x, w->data, bias, n, in, out, false, err);
-    if (quant_small(cb, w, n, in, x))
+    if (quant_small(cb, n, in, x))
         return run_quant_small(cb, y, x, w, bias, n, in, out, K_LINEAR_PLAIN, err);
     if (quant_mma(cb, n, in, x))
         return run_quant_mma(cb, y, x, w, bias, n, in, out, K_LINEAR_PLAIN, err);
@@ -461,7 +461,7 @@ static fk_status cuda_linear_gelu(backend *b, void *y, const void *x, const qwei
     cuda_backend *cb = cb_of(b);
     if (w->format == FK_QUANT_NONE)
         return plain_linear(cb, y, x, w->data, bias, n, in, out, true, err);
-    if (quant_small(cb, w, n, in, x))
+    if (quant_small(cb, n, in, x))
         return run_quant_small(cb, y, x, w, bias, n, in, out, K_LINEAR_GELU, err);
     if (quant_mma(cb, n, in, x))
         return run_quant_mma(cb, y, x, w, bias, n, in, out, K_LINEAR_GELU, err);
@@ -474,7 +474,7 @@ static fk_status cuda_linear_silu_mul(backend *b, void *out, void *scratch, cons
     cuda_backend *cb = cb_of(b);
     if (w->format == FK_QUANT_NONE && small_linear(cb, n, in, f, x, w->data))
         return run_small_linear(cb, out, x, w->data, bias, n, in, f, K_LINEAR_SILU_MUL, err);
-    if (w->format != FK_QUANT_NONE && quant_small(cb, w, n, in, x))
+    if (w->format != FK_QUANT_NONE && quant_small(cb, n, in, x))
         return run_quant_small(cb, out, x, w, bias, n, in, f, K_LINEAR_SILU_MUL, err);
     fk_status s = cuda_linear(b, scratch, x, w, bias, n, in, 2 * f, err);
     if (s)
@@ -749,7 +749,7 @@ static fk_status gelu_epilogue_choice(bool *by_cublaslt, fk_error *err)
  * the measured best, docs/BENCHMARKS.md): FK_SMALL_LINEAR_MAX_M (0..64, default SMALL_LINEAR_MAX_M_DEFAULT; 0 sends
  * every linear with aligned output rows to cuBLAS), FK_SMALL_LINEAR_UNALIGNED_MAX_M (the same for the others, default
  * UNALIGNED_MAX_M_DEFAULT, passes of 64 tokens above 64), FK_QUANT_SMALL_MAX_M (0..256, default
- * QUANT_SMALL_MAX_M_INT8 / _INT4: quantized linears of up to this many tokens run k_linear_quant, 16 tokens a pass; 0
+ * QUANT_SMALL_MAX_M_DEFAULT: quantized linears of up to this many tokens run k_linear_quant, 16 tokens a pass; 0
  * sends every one to the next path), FK_QUANT_MMA_MAX_M (0..1048576, default QUANT_MMA_MAX_M_DEFAULT: quantized
  * linears of more tokens, up to this many, run k_linear_quant_mma; above (or everywhere with 0 and the former 0) W is
  * dequantized for cuBLAS),
@@ -773,20 +773,18 @@ static fk_status tuning_from_env(cuda_backend *cb, fk_error *err)
 {
     cb->small_linear_max_m = SMALL_LINEAR_MAX_M_DEFAULT;
     cb->unaligned_max_m = UNALIGNED_MAX_M_DEFAULT;
-    int quant_small_max_m = -1;
+    cb->quant_small_max_m = QUANT_SMALL_MAX_M_DEFAULT;
     cb->quant_mma_max_m = QUANT_MMA_MAX_M_DEFAULT;
     int pdl = 1, hopper = 1, enabled, scratch_mb = DEQUANT_SCRATCH_MB_DEFAULT;
     fk_status s;
     if ((s = gelu_epilogue_choice(&cb->gelu_by_cublaslt, err)) ||
         (s = env_int("FK_SMALL_LINEAR_MAX_M", 0, K_LINEAR_SMALL_MAX_M, &cb->small_linear_max_m, err)) ||
         (s = env_int("FK_SMALL_LINEAR_UNALIGNED_MAX_M", 0, 1 << 20, &cb->unaligned_max_m, err)) ||
-        (s = env_int("FK_QUANT_SMALL_MAX_M", 0, 256, &quant_small_max_m, err)) ||
+        (s = env_int("FK_QUANT_SMALL_MAX_M", 0, 256, &cb->quant_small_max_m, err)) ||
         (s = env_int("FK_QUANT_MMA_MAX_M", 0, 1 << 20, &cb->quant_mma_max_m, err)) ||
         (s = env_int("FK_DEQUANT_SCRATCH_MB", 1, 65536, &scratch_mb, err)) ||
         (s = env_int("FK_PDL", 0, 1, &pdl, err)) || (s = env_int("FK_PREFILL_HOPPER", 0, 1, &hopper, err)))
         return s;
-    cb->quant_small_max_m[0] = quant_small_max_m < 0 ? QUANT_SMALL_MAX_M_INT8 : quant_small_max_m;
-    cb->quant_small_max_m[1] = quant_small_max_m < 0 ? QUANT_SMALL_MAX_M_INT4 : quant_small_max_m;
     cb->dequant_cap = (size_t)scratch_mb << 20;
     CUDA_OK(k_pdl_configure(pdl, &enabled), "programmatic dependent launch");
     CUDA_OK(k_attention_prefill_tile_rows(hopper, &cb->prefill_tile_rows), "prefill kernel choice");

@@ -231,8 +231,7 @@ static backend *cuda_with(const char *const env[3][2])
 }
 
 /* The paths a quantized linear can take, and the token counts that exercise each: our small-batch kernel on the
- * packed weights (16 tokens a pass: up to 16 tokens by default for INT8, 32 for INT4; up to 64 with
- * FK_QUANT_SMALL_MAX_M=64), our tiled
+ * packed weights (16 tokens a pass: up to 32 tokens by default, up to 64 with FK_QUANT_SMALL_MAX_M=64), our tiled
  * kernel on them (above that, up to 128 tokens by default; for every count with FK_QUANT_SMALL_MAX_M=0 and
  * FK_QUANT_MMA_MAX_M=4096: partial token tiles, one to five tiles of 64 tokens, split-K on the long k), or W
  * dequantized to fp16 for cuBLAS (above that by default: the 300-token cases; with both off, here with a 1 MiB
