@@ -35,11 +35,6 @@
 #ifndef FK_QMMA_EARLY_DEQUANT
 #define FK_QMMA_EARLY_DEQUANT 0
 #endif
-// 1: the next kernel may launch (programmatic dependent launch) only once the main loop is done, so that its early
-// blocks do not take SM room from this kernel's; 0: right after the PDL wait.
-#ifndef FK_QMMA_LATE_TRIGGER
-#define FK_QMMA_LATE_TRIGGER 0
-#endif
 // Blocks per SM that split-K aims for when the tiles alone are too few.
 #ifndef FK_QMMA_BLOCKS_PER_SM
 #define FK_QMMA_BLOCKS_PER_SM 2
@@ -226,8 +221,7 @@ __global__ void __launch_bounds__(THREADS, FK_QMMA_MIN_BLOCKS)
     for (int i = 0; i < FK_QMMA_STAGES - 1; i++)
         copy_w(i, s_begin + i);
     pdl_wait();
-    if (!FK_QMMA_LATE_TRIGGER)
-        pdl_launch_dependents();
+    pdl_launch_dependents();
 #pragma unroll
     for (int i = 0; i < FK_QMMA_STAGES - 1; i++) {
         copy_x(i, s_begin + i);
@@ -242,9 +236,6 @@ __global__ void __launch_bounds__(THREADS, FK_QMMA_MIN_BLOCKS)
         cp_async_commit();
         compute(b, s);
     }
-
-    if (FK_QMMA_LATE_TRIGGER)
-        pdl_launch_dependents();
 
     // Split-K: every split's tile to partials, the last to arrive sums them in split order.
     if (gridDim.z > 1) {

@@ -26,12 +26,10 @@ __device__ __forceinline__ uint32_t as_u32(__half2 h)
 }
 
 // Two int8 of `word` (picked by the prmt selector: 0x4140 bytes 0, 1; 0x4342 bytes 2, 3) as an exact fp16 pair.
-// (The selector is an immediate, so that the compiler does not keep materializing it in a register.)
-template <uint32_t SELECTOR> __device__ __forceinline__ uint32_t int8_pair(uint32_t word)
+__device__ __forceinline__ uint32_t int8_pair(uint32_t word, uint32_t selector)
 {
-    uint32_t biased; // 1024 + q + 128
-    asm("prmt.b32 %0, %1, %2, %3;\n" : "=r"(biased) : "r"(word ^ 0x80808080u), "r"(0x64646464u), "n"(SELECTOR));
-    return as_u32(__hsub2(as_half2(biased), as_half2(0x64806480u))); // - 1152
+    const uint32_t biased = __byte_perm(word ^ 0x80808080u, 0x64646464u, selector); // 1024 + q + 128
+    return as_u32(__hsub2(as_half2(biased), as_half2(0x64806480u)));               // - 1152
 }
 
 // The pair (q[2i], q[2i + 1]) - z of the nibbles at `word >> 4i` (z1024: 1024 + z in both halves), exact.
@@ -48,8 +46,8 @@ __device__ __forceinline__ void a_fragment(uint32_t a[4], const uint4 &lo, const
 {
     const uint32_t *l = reinterpret_cast<const uint32_t *>(&lo), *h = reinterpret_cast<const uint32_t *>(&hi);
     if constexpr (FMT == K_QUANT_INT8) { // word j holds k 4j .. 4j + 3
-        a[0] = int8_pair<0x4140>(l[j]), a[1] = int8_pair<0x4140>(h[j]);
-        a[2] = int8_pair<0x4342>(l[j]), a[3] = int8_pair<0x4342>(h[j]);
+        a[0] = int8_pair(l[j], 0x4140), a[1] = int8_pair(h[j], 0x4140);
+        a[2] = int8_pair(l[j], 0x4342), a[3] = int8_pair(h[j], 0x4342);
     } else { // word j / 2 holds k 8 (j / 2) .. + 7: pairs 2 (j % 2) and 2 (j % 2) + 1 of it
         const uint32_t wl = l[j / 2] >> (8 * (j % 2)), wh = h[j / 2] >> (8 * (j % 2));
         a[0] = int4_pair(wl, z_lo), a[1] = int4_pair(wh, z_hi);
