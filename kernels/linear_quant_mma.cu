@@ -102,28 +102,15 @@ __global__ void __launch_bounds__(THREADS, FK_QMMA_MIN_BLOCKS)
     const uint32_t *sz_pairs = reinterpret_cast<const uint32_t *>(scales); // INT4: [rows][k / GROUP]
 
     // Each thread copies fixed chunks of every step: W chunk w_part of rows w_row + i * W_ROW_STRIDE, x chunk x_part of
-    // tokens x_row + i * X_ROW_STRIDE. Rows and tokens past the end, and steps past the split's, copy zeros (their
-    // source is then not read; rows and tokens are clamped so that it stays in the tensor but for whole steps).
+    // tokens x_row + i * X_ROW_STRIDE (rows and tokens past the end read a valid one and store zeros).
     constexpr int W_PER_ROW = WB / 16, W_ROW_STRIDE = THREADS / W_PER_ROW, W_COPIES = ROWS / W_ROW_STRIDE;
     constexpr int X_ROW_STRIDE = THREADS / X_CHUNKS, X_COPIES = TOKENS / X_ROW_STRIDE;
     const int w_part = threadIdx.x % W_PER_ROW, w_row = threadIdx.x / W_PER_ROW;
     const int x_part = threadIdx.x % X_CHUNKS, x_row = threadIdx.x / X_CHUNKS;
-    const uint8_t *w_src[W_COPIES];
-    const __half *x_src[X_COPIES];
-    bool w_ok[W_COPIES], x_ok[X_COPIES];
-#pragma unroll
-    for (int i = 0; i < W_COPIES; i++) {
-        const int row = r0 + w_row + i * W_ROW_STRIDE;
-        w_ok[i] = row < n;
-        w_src[i] = wq + (size_t)min(row, n - 1) * row_bytes + 16 * w_part;
-    }
-#pragma unroll
-    for (int i = 0; i < X_COPIES; i++) {
-        const int token = m0 + x_row + i * X_ROW_STRIDE;
-        x_ok[i] = token < m;
-        x_src[i] = x + (size_t)min(token, m - 1) * k + 8 * x_part;
-    }
+    const uint8_t *w_src = wq + (size_t)r0 * row_bytes + 16 * w_part;
+    const __half *x_src = x + (size_t)m0 * k + 8 * x_part;
     const uint32_t *sz_src = sz_pairs + (size_t)min(r0 + (int)threadIdx.x, n - 1) * (k / GROUP);
+    const int rows_left = n - r0 - w_row, tokens_left = m - m0 - x_row;
 
     // INT4: whether step s needs its group's (scale, zero) pairs (two steps share a group: the second keeps them).
     auto new_group = [&](int s) { return s % 2 == 0 || s == s_begin; };
@@ -133,8 +120,11 @@ __global__ void __launch_bounds__(THREADS, FK_QMMA_MIN_BLOCKS)
     auto copy_w = [&](int b, int s) {
         const bool k_ok = s < s_end && s * STEP + w_part * (FMT == K_QUANT_INT8 ? 16 : 32) < k;
 #pragma unroll
-        for (int i = 0; i < W_COPIES; i++)
-            copy16_or_zero(&buf[b].w[w_row + i * W_ROW_STRIDE][16 * w_part], w_src[i] + s * WB, k_ok && w_ok[i]);
+        for (int i = 0; i < W_COPIES; i++) {
+            const bool ok = k_ok && i * W_ROW_STRIDE < rows_left;
+            copy16_or_zero(&buf[b].w[w_row + i * W_ROW_STRIDE][16 * w_part],
+                           ok ? w_src + (size_t)(w_row + i * W_ROW_STRIDE) * row_bytes + (size_t)s * WB : wq, ok);
+        }
         if (FMT == K_QUANT_INT4 && new_group(s)) // THREADS == ROWS: one pair each
             copy4_or_zero(&buf[b].sz[threadIdx.x], sz_src + s / 2, s < s_end && r0 + (int)threadIdx.x < n);
     };
@@ -143,7 +133,8 @@ __global__ void __launch_bounds__(THREADS, FK_QMMA_MIN_BLOCKS)
 #pragma unroll
         for (int i = 0; i < X_COPIES; i++) {
             const int r = x_row + i * X_ROW_STRIDE;
-            copy16_or_zero(&buf[b].x[r][x_part ^ (r & 1)], x_src[i] + s * STEP, k_ok && x_ok[i]);
+            const bool ok = k_ok && i * X_ROW_STRIDE < tokens_left;
+            copy16_or_zero(&buf[b].x[r][x_part ^ (r & 1)], ok ? x_src + (size_t)r * k + s * STEP : x, ok);
         }
     };
 
