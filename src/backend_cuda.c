@@ -36,7 +36,8 @@ typedef struct cuda_backend {
     unsigned *linear_counters;
     int quant_small_max_m; /* quantized linears of up to this many tokens run k_linear_quant, 16 tokens a pass
                             * (FK_QUANT_SMALL_MAX_M) */
-    int quant_mma_max_m;   /* more tokens, up to this many: k_linear_quant_mma (FK_QUANT_MMA_MAX_M) */
+    int quant_mma_max_m[2]; /* more tokens, up to this many: k_linear_quant_mma; INT8, INT4 (FK_QUANT_MMA_MAX_M
+                             * sets both) */
     void *dequant;         /* larger batches: a quantized weight dequantized to fp16 here, for cuBLAS */
     size_t dequant_bytes;  /* its size: the largest quantized weight uploaded, at most dequant_cap */
     size_t dequant_cap;    /* (FK_DEQUANT_SCRATCH_MB); a larger weight is dequantized a chunk of rows at a time */
@@ -58,7 +59,10 @@ typedef struct cuda_backend {
  * tiled kernel did not gain for INT8 (-2 %) though it wins on most shapes alone, and loses on most for INT4
  * (BENCHMARKS.md). */
 #define QUANT_SMALL_MAX_M_DEFAULT 32
-#define QUANT_MMA_MAX_M_DEFAULT 128 /* above it, dequantize + cuBLAS is faster (BENCHMARKS.md) */
+/* Above these, dequantize + cuBLAS is faster in bench-1b's decode step (BENCHMARKS.md): INT8 gains at 128 requests,
+ * INT4 loses there (its kernel is slower per token tile). */
+#define QUANT_MMA_MAX_M_INT8 128
+#define QUANT_MMA_MAX_M_INT4 64
 #define DEQUANT_SCRATCH_MB_DEFAULT 64
 
 typedef struct prefill_tile {
@@ -396,9 +400,9 @@ static fk_status run_quant_small(cuda_backend *cb, void *y, const void *x, const
 }
 
 /* Whether k_linear_quant_mma takes this quantized linear (more tokens than quant_small's). */
-static bool quant_mma(const cuda_backend *cb, int n, int in, const void *x)
+static bool quant_mma(const cuda_backend *cb, const qweight *w, int n, int in, const void *x)
 {
-    return n <= cb->quant_mma_max_m && in % 16 == 0 && (uintptr_t)x % 16 == 0;
+    return n <= cb->quant_mma_max_m[w->format == FK_QUANT_INT4] && in % 16 == 0 && (uintptr_t)x % 16 == 0;
 }
 
 static fk_status run_quant_mma(cuda_backend *cb, void *y, const void *x, const qweight *w, const void *bias, int n,
@@ -450,7 +454,7 @@ static fk_status cuda_linear(backend *b, void *y, const void *x, const qweight *
         return plain_linear(cb, y, x, w->data, bias, n, in, out, false, err);
     if (quant_small(cb, n, in, x))
         return run_quant_small(cb, y, x, w, bias, n, in, out, K_LINEAR_PLAIN, err);
-    if (quant_mma(cb, n, in, x))
+    if (quant_mma(cb, w, n, in, x))
         return run_quant_mma(cb, y, x, w, bias, n, in, out, K_LINEAR_PLAIN, err);
     return dequant_linear(cb, y, x, w, bias, n, in, out, false, err);
 }
@@ -463,7 +467,7 @@ static fk_status cuda_linear_gelu(backend *b, void *y, const void *x, const qwei
         return plain_linear(cb, y, x, w->data, bias, n, in, out, true, err);
     if (quant_small(cb, n, in, x))
         return run_quant_small(cb, y, x, w, bias, n, in, out, K_LINEAR_GELU, err);
-    if (quant_mma(cb, n, in, x))
+    if (quant_mma(cb, w, n, in, x))
         return run_quant_mma(cb, y, x, w, bias, n, in, out, K_LINEAR_GELU, err);
     return dequant_linear(cb, y, x, w, bias, n, in, out, true, err);
 }
@@ -750,7 +754,7 @@ static fk_status gelu_epilogue_choice(bool *by_cublaslt, fk_error *err)
  * every linear with aligned output rows to cuBLAS), FK_SMALL_LINEAR_UNALIGNED_MAX_M (the same for the others, default
  * UNALIGNED_MAX_M_DEFAULT, passes of 64 tokens above 64), FK_QUANT_SMALL_MAX_M (0..256, default
  * QUANT_SMALL_MAX_M_DEFAULT: quantized linears of up to this many tokens run k_linear_quant, 16 tokens a pass; 0
- * sends every one to the next path), FK_QUANT_MMA_MAX_M (0..1048576, default QUANT_MMA_MAX_M_DEFAULT: quantized
+ * sends every one to the next path), FK_QUANT_MMA_MAX_M (0..1048576, default QUANT_MMA_MAX_M_INT8 / _INT4: quantized
  * linears of more tokens, up to this many, run k_linear_quant_mma; above (or everywhere with 0 and the former 0) W is
  * dequantized for cuBLAS),
  * FK_DEQUANT_SCRATCH_MB (1..65536, default DEQUANT_SCRATCH_MB_DEFAULT), FK_PDL (0 turns programmatic dependent launch
@@ -774,17 +778,19 @@ static fk_status tuning_from_env(cuda_backend *cb, fk_error *err)
     cb->small_linear_max_m = SMALL_LINEAR_MAX_M_DEFAULT;
     cb->unaligned_max_m = UNALIGNED_MAX_M_DEFAULT;
     cb->quant_small_max_m = QUANT_SMALL_MAX_M_DEFAULT;
-    cb->quant_mma_max_m = QUANT_MMA_MAX_M_DEFAULT;
+    int quant_mma_max_m = -1;
     int pdl = 1, hopper = 1, enabled, scratch_mb = DEQUANT_SCRATCH_MB_DEFAULT;
     fk_status s;
     if ((s = gelu_epilogue_choice(&cb->gelu_by_cublaslt, err)) ||
         (s = env_int("FK_SMALL_LINEAR_MAX_M", 0, K_LINEAR_SMALL_MAX_M, &cb->small_linear_max_m, err)) ||
         (s = env_int("FK_SMALL_LINEAR_UNALIGNED_MAX_M", 0, 1 << 20, &cb->unaligned_max_m, err)) ||
         (s = env_int("FK_QUANT_SMALL_MAX_M", 0, 256, &cb->quant_small_max_m, err)) ||
-        (s = env_int("FK_QUANT_MMA_MAX_M", 0, 1 << 20, &cb->quant_mma_max_m, err)) ||
+        (s = env_int("FK_QUANT_MMA_MAX_M", 0, 1 << 20, &quant_mma_max_m, err)) ||
         (s = env_int("FK_DEQUANT_SCRATCH_MB", 1, 65536, &scratch_mb, err)) ||
         (s = env_int("FK_PDL", 0, 1, &pdl, err)) || (s = env_int("FK_PREFILL_HOPPER", 0, 1, &hopper, err)))
         return s;
+    cb->quant_mma_max_m[0] = quant_mma_max_m < 0 ? QUANT_MMA_MAX_M_INT8 : quant_mma_max_m;
+    cb->quant_mma_max_m[1] = quant_mma_max_m < 0 ? QUANT_MMA_MAX_M_INT4 : quant_mma_max_m;
     cb->dequant_cap = (size_t)scratch_mb << 20;
     CUDA_OK(k_pdl_configure(pdl, &enabled), "programmatic dependent launch");
     CUDA_OK(k_attention_prefill_tile_rows(hopper, &cb->prefill_tile_rows), "prefill kernel choice");
