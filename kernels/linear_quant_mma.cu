@@ -1,24 +1,26 @@
-// linear_quant_mma.cu — the quantized linear for more tokens than the small-batch kernel takes (busy decode steps,
-// prefill chunks): y[m][n] = epilogue(x[m][k] W'[n][k]^T + bias), W' the dequantized INT8 or INT4 weight of
-// src/quant.h's layouts, read packed. A block computes a tile of 128 rows of W by 64 tokens: four warps of 32 rows
-// each (two m16 row tiles) by all 64 tokens (eight n8 token tiles). k goes in steps of 64: each step's packed W rows
-// (64 or 32 bytes), INT4 (scale, zero) pairs and fp16 x rows (128 bytes) are copied into shared memory by cp.async,
-// STAGES steps in flight (on Turing plain copies: correct, not overlapped). A warp reads its W rows from shared
-// memory with the small kernel's thread mapping (thread t holds k 16t .. 16t + 15 of rows g and g + 8) and
-// dequantizes them in registers into A fragments once per step, for all eight token tiles (quant_fragments.cuh);
-// the B fragments (x) follow the same k permutation, two 16-byte shared loads per token tile.
+// linear_quant_mma.cu — the quantized linear for more tokens than the small-batch kernel takes (busy decode steps:
+// by default 33 to 128 tokens for INT8, 33 to 64 for INT4; above, the backend dequantizes W for cuBLAS):
+// y[m][n] = epilogue(x[m][k] W'[n][k]^T + bias), W' the dequantized INT8 or INT4 weight of src/quant.h's layouts,
+// read packed. A block computes a tile of 128 rows of W by 64 tokens: four warps of 32 rows each (two m16 row tiles)
+// by all 64 tokens (eight n8 token tiles). k goes in steps of 64: each step's packed W rows (64 or 32 bytes), INT4
+// (scale, zero) pairs and fp16 x rows (128 bytes) are copied into shared memory by cp.async, FK_QMMA_STAGES steps in
+// flight (on Turing plain copies: correct, not overlapped). A warp reads its W rows from shared memory with the small
+// kernel's thread mapping (thread t holds k 16t .. 16t + 15 of rows g and g + 8) and dequantizes them in registers
+// into A fragments once per step, for all eight token tiles (quant_fragments.cuh); the B fragments (x) follow the
+// same k permutation, two 16-byte shared loads per token tile.
 // - INT8: A = q exactly; the fp32 sum of q x is multiplied by the row's scale in the epilogue (exact).
 // - INT4: A = (q - z) s rounded to fp16, the weight k_dequant makes for cuBLAS (a group's scale changes every other
 //   step, so it cannot wait for the epilogue).
 // When the tiles are too few to fill the GPU, k is split across blocks (gridDim.z); every split writes its fp32 tile
 // to `partials` and the tile's last split to arrive adds them all in split order (the result does not depend on
-// timing) and writes y.
+// timing) and writes y. The kernel is issue-bound (about 5.5 instructions per MMA at two warps per scheduler on an
+// H200; docs/BENCHMARKS.md "Quantized linears of 33 to 128 tokens").
 #include "common.cuh"
 #include "kernels.h"
 #include "quant_fragments.cuh"
 
-// Steps of k in flight per block (kernels/bench times the choice): 3 keeps INT8's buffers at 48 KiB (a T4 gives a
-// block at most 64 KiB).
+// Steps of k in flight per block (kernels/bench times the choice): 3 take 48.4 KiB for INT8 (a T4 gives a block at
+// most 64 KiB, which 4 would pass).
 #ifndef FK_QMMA_STAGES
 #define FK_QMMA_STAGES 3
 #endif
@@ -30,10 +32,6 @@
 // The fewest k-steps a split takes: fewer splits, a shorter serial sum at the end.
 #ifndef FK_QMMA_MIN_STEPS
 #define FK_QMMA_MIN_STEPS 4
-#endif
-// 1: a step's A fragments are all dequantized before its first MMA; 0: each MMA column's just before its MMAs.
-#ifndef FK_QMMA_EARLY_DEQUANT
-#define FK_QMMA_EARLY_DEQUANT 0
 #endif
 // Blocks per SM that split-K aims for when the tiles alone are too few.
 #ifndef FK_QMMA_BLOCKS_PER_SM
@@ -55,8 +53,9 @@ template <int FMT> __host__ __device__ constexpr int w_step_bytes()
     return FMT == K_QUANT_INT8 ? STEP : STEP / 2; // bytes of one W row per step
 }
 
-// One step's buffers, 128-byte aligned (a 16-byte shared load of 8 threads then covers one 128-byte line). x rows are 128 bytes: token r's chunk c sits at chunk c ^ (r & 1), so that the 8 threads of a
-// 16-byte shared load (tokens g, g + 1, chunks 2t or 2t + 1) hit 8 different chunks.
+// One step's buffers, 128-byte aligned (a 16-byte shared load of 8 threads then covers one 128-byte line). x rows
+// are 128 bytes: token r's chunk c sits at chunk c ^ (r & 1), so that the 8 threads of a 16-byte shared load
+// (tokens g, g + 1, chunks 2t or 2t + 1) hit 8 different chunks.
 template <int FMT> struct alignas(128) stage_buf {
     uint8_t w[ROWS][w_step_bytes<FMT>()];
     uint4 x[TOKENS][X_CHUNKS];
@@ -176,11 +175,6 @@ __global__ void __launch_bounds__(THREADS, FK_QMMA_MIN_BLOCKS)
                 }
             }
         };
-        uint32_t a_all[FK_QMMA_EARLY_DEQUANT ? 4 : 1][2][4]; // FK_QMMA_EARLY_DEQUANT: all four MMAs' at once
-        if constexpr (FK_QMMA_EARLY_DEQUANT)
-#pragma unroll
-            for (int j = 0; j < 4; j++)
-                dequant(j, a_all[j]);
 #pragma unroll
         for (int hx = 0; hx < 2; hx++) {
             uint4 xc[8];
@@ -191,10 +185,8 @@ __global__ void __launch_bounds__(THREADS, FK_QMMA_MIN_BLOCKS)
             }
 #pragma unroll
             for (int jj = 0; jj < 2; jj++) {
-                const int j = 2 * hx + jj;
-                uint32_t(&a)[2][4] = a_all[FK_QMMA_EARLY_DEQUANT ? j : 0];
-                if constexpr (!FK_QMMA_EARLY_DEQUANT)
-                    dequant(j, a);
+                uint32_t a[2][4];
+                dequant(2 * hx + jj, a);
 #pragma unroll
                 for (int nt = 0; nt < 8; nt++) {
                     const uint32_t bf[2] = {jj ? xc[nt].z : xc[nt].x, jj ? xc[nt].w : xc[nt].y};
@@ -307,7 +299,7 @@ cudaError_t launch(__half *y, const __half *x, const uint8_t *wq, const __half *
                                                    cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
         if (e != cudaSuccess)
             return e;
-        // as much shared memory as the SM has, so that FK_QMMA_MIN_BLOCKS blocks fit beside one another
+        // as much shared memory as the SM has, so that the blocks the registers allow fit beside one another
         const cudaError_t c = cudaFuncSetAttribute(linear_quant_mma_kernel<FMT, EPI>,
                                                    cudaFuncAttributePreferredSharedMemoryCarveout,
                                                    (int)cudaSharedmemCarveoutMaxShared);
