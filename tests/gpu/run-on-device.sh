@@ -14,8 +14,9 @@
 #             vocabulary) against transformers generate() and, when built, llama.cpp's llama-bench tg128
 #   quant:    the quantized linears: bench_linear's int8/int4 table (unless bench ran) and its build-time variants
 #             (qw16, qdeep, qshallow: one line each, their speed against the default's), bench_linear_quant
-#             (the tiled kernel, dequantize + cuBLAS and passes of the small kernel against fp16 cuBLAS at m = 32 ..
-#             2048), batch-1 greedy decode of bench-1b with --quantization none, int8, int4 (and int4 with the head), and
+#             (the tiled kernel, dequantize + cuBLAS and passes of the small kernel against fp16 cuBLAS at
+#             m = 32 .. 2048), batch-1 greedy decode of bench-1b with --quantization none, int8, int4 (and int4 with
+#             the head), and
 #             server_check.py with int8 and int4 on the demo model and the 1B-shaped model
 #   profile:  flashkernel bench-engine --profile on bench-1b at batch 1, 16, 64 and 256, with this kernels
 #             (default) and without them (FK_SMALL_LINEAR_MAX_M=0 FK_PDL=0 FK_PREFILL_HOPPER=0)
