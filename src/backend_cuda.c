@@ -755,7 +755,7 @@ static fk_status gelu_epilogue_choice(bool *by_cublaslt, fk_error *err)
  * UNALIGNED_MAX_M_DEFAULT, passes of 64 tokens above 64), FK_QUANT_SMALL_MAX_M (0..256, default
  * QUANT_SMALL_MAX_M_DEFAULT: quantized linears of up to this many tokens run k_linear_quant, 16 tokens a pass; 0
  * sends every one to the next path), FK_QUANT_MMA_MAX_M (0..1048576, default QUANT_MMA_MAX_M_INT8 / _INT4: quantized
- * linears of more tokens, up to this many, run k_linear_quant_mma; above (or everywhere with 0 and the former 0) W is
+ * linears of more tokens, up to this many, run k_linear_quant_mma; above, and everywhere when both are 0, W is
  * dequantized for cuBLAS),
  * FK_DEQUANT_SCRATCH_MB (1..65536, default DEQUANT_SCRATCH_MB_DEFAULT), FK_PDL (0 turns programmatic dependent launch
  * off) and FK_PREFILL_HOPPER (0 keeps prefill attention on the mma.sync kernel on a Hopper too). */

@@ -232,11 +232,11 @@ static backend *cuda_with(const char *const env[3][2])
 
 /* The paths a quantized linear can take, and the token counts that exercise each: our small-batch kernel on the
  * packed weights (16 tokens a pass: up to 32 tokens by default, up to 64 with FK_QUANT_SMALL_MAX_M=64), our tiled
- * kernel on them (above that, up to 128 tokens for INT8 and 64 for INT4 by default; for every count with FK_QUANT_SMALL_MAX_M=0 and
- * FK_QUANT_MMA_MAX_M=4096: partial token tiles, one to five tiles of 64 tokens, split-K on the long k), or W
- * dequantized to fp16 for cuBLAS (above that by default: the 300-token cases; with both off, here with a 1 MiB
- * scratch so that large weights go a chunk of rows at a time). ns[0] = 0: every count from 1 to 17, then
- * ns[1..]. */
+ * kernel on them (above that, up to 128 tokens for INT8 and 64 for INT4 by default; for every count with
+ * FK_QUANT_SMALL_MAX_M=0 and FK_QUANT_MMA_MAX_M=4096: partial token tiles, one to five tiles of 64 tokens, split-K
+ * on the long k), or W dequantized to fp16 for cuBLAS (above that by default: the 300-token cases; with both off,
+ * here with a 1 MiB scratch so that large weights go a chunk of rows at a time). ns[0] = 0: every count from 1 to
+ * 17, then ns[1..]. */
 static const struct {
     const char *name;
     const char *env[3][2];
@@ -314,8 +314,9 @@ static void test_quant_linear_silu_mul(void **state)
  * give the fp16 of the CPU's dequantized weight, bit for bit. With 16 tokens over 16 rounds every position of a
  * 256-wide row is hit (each byte and nibble of the packing, two INT4 groups); longer rows get random positions, on
  * the small kernel's one and two token tiles and split-K, the tiled kernel's (64 tokens, and for INT8 100: one and
- * two token tiles; INT4's 100 go to cuBLAS) and the dequantize + cuBLAS path (64 tokens, on a backend with the tiled kernel off). The weights include a
- * zero row and an all-equal row. Also: the weight bytes the backend counts, and the tuning switches' ranges. */
+ * two token tiles; INT4's 100 go to cuBLAS) and the dequantize + cuBLAS path (64 tokens, on a backend with the
+ * tiled kernel off). The weights include a zero row and an all-equal row. Also: the weight bytes the backend
+ * counts, and the tuning switches' ranges. */
 static void test_quant_layout(void **state)
 {
     (void)state;
@@ -375,7 +376,8 @@ static void test_quant_layout(void **state)
             cpu->ops->release(cpu, cw.data), cpu->ops->release(cpu, cw.scales);
         }
     dequantizing->ops->destroy(dequantizing);
-    const char *bad[][2] = {{"FK_QUANT_SMALL_MAX_M", "257"}, {"FK_DEQUANT_SCRATCH_MB", "0"}, {"FK_QUANT_MMA_MAX_M", "-1"}};
+    const char *bad[][2] = {
+        {"FK_QUANT_SMALL_MAX_M", "257"}, {"FK_DEQUANT_SCRATCH_MB", "0"}, {"FK_QUANT_MMA_MAX_M", "-1"}};
     for (int i = 0; i < 3; i++) {
         setenv(bad[i][0], bad[i][1], 1);
         backend *g = NULL;
