@@ -96,13 +96,15 @@ cudaError_t k_linear_quant(void *y, const void *x, const void *data, const void 
 int k_linear_quant_splits(int format, int m, int k, int n, int epilogue, int n_sms);
 
 /* The same linear for more tokens (any m): a tiled tensor-core kernel that dequantizes W in its main loop; formats,
- * layouts, alignment and k as for k_linear_quant; epilogues K_LINEAR_PLAIN and K_LINEAR_GELU. splits > 1 splits k
- * across blocks (k_linear_quant_mma_splits chooses) with the partials and counters of k_linear_small. INT4 multiplies
- * with (q - z) s rounded to fp16 (what k_dequant gives cuBLAS), INT8 with q and the scale after the sum. */
+ * layouts, alignment and k as for k_linear_quant; epilogues K_LINEAR_PLAIN and K_LINEAR_GELU. rows (64 or 128) is
+ * the block's tile of W (k_linear_quant_mma_rows chooses); splits > 1 splits k across blocks
+ * (k_linear_quant_mma_splits chooses) with the partials and counters of k_linear_small. INT4 multiplies with
+ * (q - z) s rounded to fp16 (what k_dequant gives cuBLAS), INT8 with q and the scale after the sum. */
 cudaError_t k_linear_quant_mma(void *y, const void *x, const void *data, const void *scales, const void *bias,
-                               int format, int m, int k, int n, int epilogue, int splits, float *partials,
+                               int format, int m, int k, int n, int epilogue, int rows, int splits, float *partials,
                                unsigned *counters, cudaStream_t stream);
-int k_linear_quant_mma_splits(int m, int k, int n, int n_sms);
+int k_linear_quant_mma_rows(int m, int n, int n_sms);
+int k_linear_quant_mma_splits(int rows, int m, int k, int n, int n_sms);
 
 /* out[n_rows][cols] (fp16) = rows row0 .. row0 + n_rows - 1 of a quantized weight (layouts as for k_linear_quant;
  * INT8 takes any cols), dequantized: q s or (q - z) s, each rounded to fp16. */

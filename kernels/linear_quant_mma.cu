@@ -2,7 +2,7 @@
 // by default 33 to 128 tokens for INT8, 33 to 64 for INT4; above, the backend dequantizes W for cuBLAS):
 // y[m][n] = epilogue(x[m][k] W'[n][k]^T + bias), W' the dequantized INT8 or INT4 weight of src/quant.h's layouts,
 // read packed. A block computes a tile of 128 rows of W by 64 tokens: four warps of 32 rows each (two m16 row tiles)
-// by all 64 tokens (eight n8 token tiles). k goes in steps of 64: each step's packed W rows (64 or 32 bytes), INT4
+// by all 64 tokens (eight n8 token tiles); where such tiles are fewer than the SMs, 64 rows (one row tile a warp). k goes in steps of 64: each step's packed W rows (64 or 32 bytes), INT4
 // (scale, zero) pairs and fp16 x rows (128 bytes) are copied into shared memory by cp.async, FK_QMMA_STAGES steps in
 // flight (on Turing plain copies: correct, not overlapped). A warp reads its W rows from shared memory with the small
 // kernel's thread mapping (thread t holds k 16t .. 16t + 15 of rows g and g + 8) and dequantizes them in registers
@@ -41,12 +41,10 @@
 namespace {
 
 constexpr int WARPS = 4, THREADS = 32 * WARPS;
-constexpr int ROWS = 32 * WARPS;     // rows of W per block (two m16 tiles per warp)
 constexpr int TOKENS = 64;           // tokens per block (eight n8 tiles)
 constexpr int STEP = 64;             // k per step
 constexpr int X_CHUNKS = STEP / 8;   // 16-byte chunks of a token's x per step
 constexpr int GROUP = 128;           // INT4 inputs per (scale, zero)
-constexpr int TILE_FLOATS = ROWS * TOKENS;
 
 template <int FMT> __host__ __device__ constexpr int w_step_bytes()
 {
@@ -56,10 +54,16 @@ template <int FMT> __host__ __device__ constexpr int w_step_bytes()
 // One step's buffers, 128-byte aligned (a 16-byte shared load of 8 threads then covers one 128-byte line). x rows
 // are 128 bytes: token r's chunk c sits at chunk c ^ (r & 1), so that the 8 threads of a 16-byte shared load
 // (tokens g, g + 1, chunks 2t or 2t + 1) hit 8 different chunks.
-template <int FMT> struct alignas(128) stage_buf {
-    uint8_t w[ROWS][w_step_bytes<FMT>()];
+// Rows of W per block: RT m16 row tiles per warp (2, or 1 where the tiles of 128 rows are too few for the SMs).
+template <int RT> __host__ __device__ constexpr int block_rows()
+{
+    return 16 * RT * WARPS;
+}
+
+template <int FMT, int RT> struct alignas(128) stage_buf {
+    uint8_t w[block_rows<RT>()][w_step_bytes<FMT>()];
     uint4 x[TOKENS][X_CHUNKS];
-    uint32_t sz[FMT == K_QUANT_INT4 ? ROWS : 1]; // INT4: the step's (scale, zero) pair of each row
+    uint32_t sz[FMT == K_QUANT_INT4 ? block_rows<RT>() : 1]; // INT4: the step's (scale, zero) pair of each row
 };
 
 // 16 (or 4) bytes global -> shared, zero-filled when !valid (src is then not read).
@@ -82,7 +86,7 @@ __device__ __forceinline__ void copy4_or_zero(void *dst, const void *src, bool v
 #endif
 }
 
-template <int FMT, int EPI>
+template <int FMT, int EPI, int RT>
 __global__ void __launch_bounds__(THREADS, FK_QMMA_MIN_BLOCKS)
     linear_quant_mma_kernel(__half *__restrict__ y, const __half *__restrict__ x, const uint8_t *__restrict__ wq,
                             const __half *__restrict__ scales, const __half *__restrict__ bias, int m, int k, int n,
@@ -90,7 +94,8 @@ __global__ void __launch_bounds__(THREADS, FK_QMMA_MIN_BLOCKS)
 {
     constexpr int WB = w_step_bytes<FMT>();
     extern __shared__ __align__(128) uint4 smem[]; // FK_QMMA_STAGES buffers
-    stage_buf<FMT> *buf = reinterpret_cast<stage_buf<FMT> *>(smem);
+    constexpr int ROWS = block_rows<RT>(), TILE_FLOATS = ROWS * TOKENS;
+    stage_buf<FMT, RT> *buf = reinterpret_cast<stage_buf<FMT, RT> *>(smem);
     __shared__ bool last_split;
 
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
@@ -124,7 +129,7 @@ __global__ void __launch_bounds__(THREADS, FK_QMMA_MIN_BLOCKS)
             copy16_or_zero(&buf[b].w[w_row + i * W_ROW_STRIDE][16 * w_part],
                            ok ? w_src + (size_t)(w_row + i * W_ROW_STRIDE) * row_bytes + (size_t)s * WB : wq, ok);
         }
-        if (FMT == K_QUANT_INT4 && new_group(s)) // THREADS == ROWS: one pair each
+        if (FMT == K_QUANT_INT4 && new_group(s) && threadIdx.x < ROWS) // one pair each
             copy4_or_zero(&buf[b].sz[threadIdx.x], sz_src + s / 2, s < s_end && r0 + (int)threadIdx.x < n);
     };
     auto copy_x = [&](int b, int s) {
@@ -137,18 +142,18 @@ __global__ void __launch_bounds__(THREADS, FK_QMMA_MIN_BLOCKS)
         }
     };
 
-    float acc[2][8][4] = {};
+    float acc[RT][8][4] = {};
     // One step from buffer b. The warp's W rows (2 row tiles) are read once; for each 8 k of x (chunk 2t + hx: MMAs
     // j = 2hx, 2hx + 1) the 8 token tiles' B fragments are read, and for each MMA j its A fragments are dequantized
     // just before the 16 MMAs that use them. The 16 accumulators take turns, so that consecutive MMAs are
     // independent (an MMA's latency is many times its issue interval).
-    __half2 z_lo[2], z_hi[2], s_lo[2], s_hi[2]; // INT4: the current group's 1024 + z and s of rows g, g + 8
+    __half2 z_lo[RT], z_hi[RT], s_lo[RT], s_hi[RT]; // INT4: the current group's 1024 + z and s of rows g, g + 8
     auto compute = [&](int b, int s) {
-        const stage_buf<FMT> &sb = buf[b];
-        uint4 wl[2], wh[2];
+        const stage_buf<FMT, RT> &sb = buf[b];
+        uint4 wl[RT], wh[RT];
 #pragma unroll
-        for (int rt = 0; rt < 2; rt++) {
-            const int lo = warp * 32 + rt * 16 + g, hi = lo + 8;
+        for (int rt = 0; rt < RT; rt++) {
+            const int lo = warp * 16 * RT + rt * 16 + g, hi = lo + 8;
             if constexpr (FMT == K_QUANT_INT8) {
                 wl[rt] = *reinterpret_cast<const uint4 *>(&sb.w[lo][16 * t]);
                 wh[rt] = *reinterpret_cast<const uint4 *>(&sb.w[hi][16 * t]);
@@ -163,9 +168,9 @@ __global__ void __launch_bounds__(THREADS, FK_QMMA_MIN_BLOCKS)
             }
         }
         // MMA j's A fragments of both row tiles.
-        auto dequant = [&](int j, uint32_t (&a)[2][4]) {
+        auto dequant = [&](int j, uint32_t (&a)[RT][4]) {
 #pragma unroll
-            for (int rt = 0; rt < 2; rt++) {
+            for (int rt = 0; rt < RT; rt++) {
                 a_fragment<FMT>(a[rt], wl[rt], wh[rt], j, z_lo[rt], z_hi[rt]);
                 if constexpr (FMT == K_QUANT_INT4) { // rows g (a[0], a[2]) and g + 8 (a[1], a[3]) times scales
                     a[rt][0] = as_u32(__hmul2(as_half2(a[rt][0]), s_lo[rt]));
@@ -185,13 +190,13 @@ __global__ void __launch_bounds__(THREADS, FK_QMMA_MIN_BLOCKS)
             }
 #pragma unroll
             for (int jj = 0; jj < 2; jj++) {
-                uint32_t a[2][4];
+                uint32_t a[RT][4];
                 dequant(2 * hx + jj, a);
 #pragma unroll
                 for (int nt = 0; nt < 8; nt++) {
                     const uint32_t bf[2] = {jj ? xc[nt].z : xc[nt].x, jj ? xc[nt].w : xc[nt].y};
 #pragma unroll
-                    for (int rt = 0; rt < 2; rt++)
+                    for (int rt = 0; rt < RT; rt++)
                         mma_16816(acc[rt][nt], a[rt], bf);
                 }
             }
@@ -226,7 +231,7 @@ __global__ void __launch_bounds__(THREADS, FK_QMMA_MIN_BLOCKS)
         // as float4s: accumulator quad i = rt * 8 + nt of thread x at [i][x]
         float4 *mine = reinterpret_cast<float4 *>(partials + ((size_t)tile * gridDim.z + blockIdx.z) * TILE_FLOATS);
 #pragma unroll
-        for (int i = 0; i < 16; i++) {
+        for (int i = 0; i < RT * 8; i++) {
             const float *q = acc[i / 8][i % 8];
             mine[i * THREADS + threadIdx.x] = make_float4(q[0], q[1], q[2], q[3]);
         }
@@ -243,14 +248,14 @@ __global__ void __launch_bounds__(THREADS, FK_QMMA_MIN_BLOCKS)
         __threadfence();
         const float4 *all = reinterpret_cast<const float4 *>(partials + (size_t)tile * gridDim.z * TILE_FLOATS);
 #pragma unroll
-        for (int i = 0; i < 16; i++)
+        for (int i = 0; i < RT * 8; i++)
 #pragma unroll
             for (int e = 0; e < 4; e++)
                 acc[i / 8][i % 8][e] = 0;
         for (unsigned sp = 0; sp < gridDim.z; sp++)
 #pragma unroll
-            for (int i = 0; i < 16; i++) {
-                const float4 v = __ldcg(all + ((size_t)sp * 16 + i) * THREADS + threadIdx.x);
+            for (int i = 0; i < RT * 8; i++) {
+                const float4 v = __ldcg(all + ((size_t)sp * RT * 8 + i) * THREADS + threadIdx.x);
                 float *q = acc[i / 8][i % 8];
                 q[0] += v.x, q[1] += v.y, q[2] += v.z, q[3] += v.w;
             }
@@ -258,10 +263,10 @@ __global__ void __launch_bounds__(THREADS, FK_QMMA_MIN_BLOCKS)
 
     // Accumulator e of (rt, nt): row g + 8 (e >= 2) of the row tile, token 2t + (e & 1) of the token tile.
 #pragma unroll
-    for (int rt = 0; rt < 2; rt++)
+    for (int rt = 0; rt < RT; rt++)
 #pragma unroll
         for (int half = 0; half < 2; half++) {
-            const int row = r0 + warp * 32 + rt * 16 + g + 8 * half;
+            const int row = r0 + warp * 16 * RT + rt * 16 + g + 8 * half;
             if (row >= n)
                 continue;
             const float scale = FMT == K_QUANT_INT8 ? __half2float(scales[row]) : 1.0f;
@@ -281,60 +286,78 @@ __global__ void __launch_bounds__(THREADS, FK_QMMA_MIN_BLOCKS)
         }
 }
 
-int tiles_of(int m, int n)
+int tiles_of(int rows, int m, int n)
 {
-    return ((n + ROWS - 1) / ROWS) * ((m + TOKENS - 1) / TOKENS);
+    return ((n + rows - 1) / rows) * ((m + TOKENS - 1) / TOKENS);
 }
 
-template <int FMT, int EPI>
+template <int FMT, int EPI, int RT>
 cudaError_t launch(__half *y, const __half *x, const uint8_t *wq, const __half *scales, const __half *bias, int m,
                    int k, int n, int splits, float *partials, unsigned *counters, cudaStream_t stream)
 {
+    constexpr int ROWS = block_rows<RT>();
     const int n_steps = (k + STEP - 1) / STEP, steps_per_split = (n_steps + splits - 1) / splits;
     const dim3 grid((n + ROWS - 1) / ROWS, (m + TOKENS - 1) / TOKENS, (n_steps + steps_per_split - 1) / steps_per_split);
-    constexpr size_t bytes = FK_QMMA_STAGES * sizeof(stage_buf<FMT>);
+    constexpr size_t bytes = FK_QMMA_STAGES * sizeof(stage_buf<FMT, RT>);
     static bool configured; // the shared-memory opt-in above 48 KiB, once per instantiation
     if (!configured) {
-        const cudaError_t e = cudaFuncSetAttribute(linear_quant_mma_kernel<FMT, EPI>,
+        const cudaError_t e = cudaFuncSetAttribute(linear_quant_mma_kernel<FMT, EPI, RT>,
                                                    cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
         if (e != cudaSuccess)
             return e;
         // as much shared memory as the SM has, so that the blocks the registers allow fit beside one another
-        const cudaError_t c = cudaFuncSetAttribute(linear_quant_mma_kernel<FMT, EPI>,
+        const cudaError_t c = cudaFuncSetAttribute(linear_quant_mma_kernel<FMT, EPI, RT>,
                                                    cudaFuncAttributePreferredSharedMemoryCarveout,
                                                    (int)cudaSharedmemCarveoutMaxShared);
         if (c != cudaSuccess)
             return c;
         configured = true;
     }
-    return fk_launch(linear_quant_mma_kernel<FMT, EPI>, grid, dim3(THREADS), bytes, stream, y, x, wq, scales, bias, m,
-                     k, n, steps_per_split, partials, counters);
+    return fk_launch(linear_quant_mma_kernel<FMT, EPI, RT>, grid, dim3(THREADS), bytes, stream, y, x, wq, scales, bias,
+                     m, k, n, steps_per_split, partials, counters);
+}
+
+template <int FMT, int EPI>
+cudaError_t launch_rows(__half *y, const __half *x, const uint8_t *wq, const __half *scales, const __half *bias, int m,
+                        int k, int n, int rows, int splits, float *partials, unsigned *counters, cudaStream_t stream)
+{
+    return rows == block_rows<1>()
+               ? launch<FMT, EPI, 1>(y, x, wq, scales, bias, m, k, n, splits, partials, counters, stream)
+               : launch<FMT, EPI, 2>(y, x, wq, scales, bias, m, k, n, splits, partials, counters, stream);
 }
 
 template <int FMT>
 cudaError_t launch_epilogue(__half *y, const __half *x, const uint8_t *wq, const __half *scales, const __half *bias,
-                            int m, int k, int n, int epilogue, int splits, float *partials, unsigned *counters,
-                            cudaStream_t stream)
+                            int m, int k, int n, int epilogue, int rows, int splits, float *partials,
+                            unsigned *counters, cudaStream_t stream)
 {
     switch (epilogue) {
     case K_LINEAR_PLAIN:
-        return launch<FMT, K_LINEAR_PLAIN>(y, x, wq, scales, bias, m, k, n, splits, partials, counters, stream);
+        return launch_rows<FMT, K_LINEAR_PLAIN>(y, x, wq, scales, bias, m, k, n, rows, splits, partials, counters,
+                                                stream);
     case K_LINEAR_GELU:
-        return launch<FMT, K_LINEAR_GELU>(y, x, wq, scales, bias, m, k, n, splits, partials, counters, stream);
+        return launch_rows<FMT, K_LINEAR_GELU>(y, x, wq, scales, bias, m, k, n, rows, splits, partials, counters,
+                                               stream);
     default: return cudaErrorInvalidValue;
     }
 }
 
 } // namespace
 
-extern "C" int k_linear_quant_mma_splits(int m, int k, int n, int n_sms)
+extern "C" int k_linear_quant_mma_rows(int m, int n, int n_sms)
+{
+    // 64-row blocks where 128-row ones would leave SMs without a tile: more blocks, fewer splits of k
+    return tiles_of(block_rows<2>(), m, n) < n_sms ? block_rows<1>() : block_rows<2>();
+}
+
+extern "C" int k_linear_quant_mma_splits(int rows, int m, int k, int n, int n_sms)
 {
     // Split k only when the tiles leave SMs idle, each split keeping FK_QMMA_MIN_STEPS steps, within the partials
     // buffer and the counters.
-    const int tiles = tiles_of(m, n), n_steps = (k + STEP - 1) / STEP;
+    const int tiles = tiles_of(rows, m, n), n_steps = (k + STEP - 1) / STEP;
     int splits = (FK_QMMA_BLOCKS_PER_SM * n_sms) / tiles;
     const int by_work = n_steps / FK_QMMA_MIN_STEPS;
-    const int by_space = (int)(K_LINEAR_SMALL_PARTIAL_FLOATS / ((size_t)tiles * TILE_FLOATS));
+    const int by_space = (int)(K_LINEAR_SMALL_PARTIAL_FLOATS / ((size_t)tiles * rows * TOKENS));
     splits = splits < by_work ? splits : by_work;
     splits = splits < by_space ? splits : by_space;
     if (tiles > K_LINEAR_SMALL_COUNTERS)
@@ -343,13 +366,16 @@ extern "C" int k_linear_quant_mma_splits(int m, int k, int n, int n_sms)
 }
 
 extern "C" cudaError_t k_linear_quant_mma(void *y, const void *x, const void *data, const void *scales,
-                                          const void *bias, int format, int m, int k, int n, int epilogue, int splits,
-                                          float *partials, unsigned *counters, cudaStream_t stream)
+                                          const void *bias, int format, int m, int k, int n, int epilogue, int rows,
+                                          int splits, float *partials, unsigned *counters, cudaStream_t stream)
 {
     if (m <= 0 || n <= 0)
         return cudaSuccess;
-    const bool split_ok = splits == 1 || (partials && counters && tiles_of(m, n) <= K_LINEAR_SMALL_COUNTERS &&
-                                          (size_t)tiles_of(m, n) * splits * TILE_FLOATS <= K_LINEAR_SMALL_PARTIAL_FLOATS);
+    if (rows != block_rows<1>() && rows != block_rows<2>())
+        return cudaErrorInvalidValue;
+    const int tiles = tiles_of(rows, m, n);
+    const bool split_ok = splits == 1 || (partials && counters && tiles <= K_LINEAR_SMALL_COUNTERS &&
+                                          (size_t)tiles * splits * rows * TOKENS <= K_LINEAR_SMALL_PARTIAL_FLOATS);
     if (k <= 0 || k % (format == K_QUANT_INT8 ? 16 : GROUP) || splits < 1 || !split_ok)
         return cudaErrorInvalidValue;
     __half *yh = (__half *)y;
@@ -357,9 +383,11 @@ extern "C" cudaError_t k_linear_quant_mma(void *y, const void *x, const void *da
     const uint8_t *wq = (const uint8_t *)data;
     switch (format) {
     case K_QUANT_INT8:
-        return launch_epilogue<K_QUANT_INT8>(yh, xh, wq, sh, bh, m, k, n, epilogue, splits, partials, counters, stream);
+        return launch_epilogue<K_QUANT_INT8>(yh, xh, wq, sh, bh, m, k, n, epilogue, rows, splits, partials, counters,
+                                             stream);
     case K_QUANT_INT4:
-        return launch_epilogue<K_QUANT_INT4>(yh, xh, wq, sh, bh, m, k, n, epilogue, splits, partials, counters, stream);
+        return launch_epilogue<K_QUANT_INT4>(yh, xh, wq, sh, bh, m, k, n, epilogue, rows, splits, partials, counters,
+                                             stream);
     default: return cudaErrorInvalidValue;
     }
 }

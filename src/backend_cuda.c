@@ -38,6 +38,7 @@ typedef struct cuda_backend {
                             * (FK_QUANT_SMALL_MAX_M) */
     int quant_mma_max_m[2]; /* more tokens, up to this many: k_linear_quant_mma; INT8, INT4 (FK_QUANT_MMA_MAX_M
                              * sets both) */
+    int quant_mma_rows;     /* its blocks' rows of W: 0 lets the kernel choose, 64 or 128 (FK_QUANT_MMA_ROWS) */
     void *dequant;         /* larger batches: a quantized weight dequantized to fp16 here, for cuBLAS */
     size_t dequant_bytes;  /* its size: the largest quantized weight uploaded, at most dequant_cap */
     size_t dequant_cap;    /* (FK_DEQUANT_SCRATCH_MB); a larger weight is dequantized a chunk of rows at a time */
@@ -408,8 +409,9 @@ static bool quant_mma(const cuda_backend *cb, const qweight *w, int n, int in, c
 static fk_status run_quant_mma(cuda_backend *cb, void *y, const void *x, const qweight *w, const void *bias, int n,
                                int in, int out, int epilogue, fk_error *err)
 {
-    const int splits = k_linear_quant_mma_splits(n, in, out, cb->n_sms);
-    return launched(k_linear_quant_mma(y, x, w->data, w->scales, bias, w->format, n, in, out, epilogue, splits,
+    const int rows = cb->quant_mma_rows ? cb->quant_mma_rows : k_linear_quant_mma_rows(n, out, cb->n_sms);
+    const int splits = k_linear_quant_mma_splits(rows, n, in, out, cb->n_sms);
+    return launched(k_linear_quant_mma(y, x, w->data, w->scales, bias, w->format, n, in, out, epilogue, rows, splits,
                                        cb->linear_partials, cb->linear_counters, cb->stream),
                     "linear_quant_mma", err);
 }
@@ -756,7 +758,8 @@ static fk_status gelu_epilogue_choice(bool *by_cublaslt, fk_error *err)
  * QUANT_SMALL_MAX_M_DEFAULT: quantized linears of up to this many tokens run k_linear_quant, 16 tokens a pass; 0
  * sends every one to the next path), FK_QUANT_MMA_MAX_M (0..1048576, default QUANT_MMA_MAX_M_INT8 / _INT4: quantized
  * linears of more tokens, up to this many, run k_linear_quant_mma; above, and everywhere when both are 0, W is
- * dequantized for cuBLAS),
+ * dequantized for cuBLAS), FK_QUANT_MMA_ROWS (0, 64 or 128: that kernel's rows of W per block; 0, the default, lets
+ * k_linear_quant_mma_rows choose),
  * FK_DEQUANT_SCRATCH_MB (1..65536, default DEQUANT_SCRATCH_MB_DEFAULT), FK_PDL (0 turns programmatic dependent launch
  * off) and FK_PREFILL_HOPPER (0 keeps prefill attention on the mma.sync kernel on a Hopper too). */
 static fk_status env_int(const char *name, int lo, int hi, int *v, fk_error *err)
@@ -786,9 +789,13 @@ static fk_status tuning_from_env(cuda_backend *cb, fk_error *err)
         (s = env_int("FK_SMALL_LINEAR_UNALIGNED_MAX_M", 0, 1 << 20, &cb->unaligned_max_m, err)) ||
         (s = env_int("FK_QUANT_SMALL_MAX_M", 0, 256, &cb->quant_small_max_m, err)) ||
         (s = env_int("FK_QUANT_MMA_MAX_M", 0, 1 << 20, &quant_mma_max_m, err)) ||
+        (s = env_int("FK_QUANT_MMA_ROWS", 0, 128, &cb->quant_mma_rows, err)) ||
         (s = env_int("FK_DEQUANT_SCRATCH_MB", 1, 65536, &scratch_mb, err)) ||
         (s = env_int("FK_PDL", 0, 1, &pdl, err)) || (s = env_int("FK_PREFILL_HOPPER", 0, 1, &hopper, err)))
         return s;
+    if (cb->quant_mma_rows && cb->quant_mma_rows != 64 && cb->quant_mma_rows != 128)
+        return fk_error_set(err, FK_ERR_INVALID_ARGUMENT, "FK_QUANT_MMA_ROWS=\"%d\" (expected 0, 64 or 128)",
+                            cb->quant_mma_rows);
     cb->quant_mma_max_m[0] = quant_mma_max_m < 0 ? QUANT_MMA_MAX_M_INT8 : quant_mma_max_m;
     cb->quant_mma_max_m[1] = quant_mma_max_m < 0 ? QUANT_MMA_MAX_M_INT4 : quant_mma_max_m;
     cb->dequant_cap = (size_t)scratch_mb << 20;

@@ -2,7 +2,8 @@
  * chunks, busy decode steps), through the CUDA backend so that it times what the model runs, against the fp16
  * weights' GEMM (cuBLAS / cuBLASLt as the backend calls them) on the same shape:
  *   tiled        our tiled kernel on the packed weights, W dequantized in its main loop (k_linear_quant_mma;
- *                FK_QUANT_MMA_MAX_M large: at every m)
+ *                FK_QUANT_MMA_MAX_M large: at every m), blocks of 64 or 128 rows as it chooses
+ *   tiled 128    the same with blocks of 128 rows always (FK_QUANT_MMA_ROWS=128)
  *   dequant 64M  W dequantized to fp16 in the default 64 MiB scratch (whole where it fits, else in chunks of rows),
  *                then the fp16 GEMM (FK_QUANT_MMA_MAX_M=0)
  *   dequant 8M   a smaller scratch (FK_DEQUANT_SCRATCH_MB=8): W a chunk of rows at a time, each chunk's fp16 copy
@@ -87,14 +88,27 @@ static backend *backend_with(const char *name, const char *value, const char *na
     return be;
 }
 
-enum { FP16, TILED, DEQUANT_64M, DEQUANT_8M, PASSES, DEFAULT, WAYS };
-static const char *const way_names[WAYS] = {"fp16", "tiled", "dequant 64M", "dequant 8M", "passes", "default"};
+/* The same with a third variable. */
+static backend *backend_with3(const char *name, const char *value, const char *name2, const char *value2,
+                              const char *name3, const char *value3)
+{
+    setenv(name3, value3, 1);
+    backend *be = backend_with(name, value, name2, value2);
+    unsetenv(name3);
+    return be;
+}
+
+enum { FP16, TILED, TILED_128, DEQUANT_64M, DEQUANT_8M, PASSES, DEFAULT, WAYS };
+static const char *const way_names[WAYS] = {"fp16",       "tiled",  "tiled 128", "dequant 64M",
+                                            "dequant 8M", "passes", "default"};
 #define N_M 7
 
 int main(void)
 {
     backend *bes[WAYS] = {backend_with(NULL, NULL, NULL, NULL),
                           backend_with("FK_QUANT_SMALL_MAX_M", "0", "FK_QUANT_MMA_MAX_M", "1048576"),
+                          backend_with3("FK_QUANT_SMALL_MAX_M", "0", "FK_QUANT_MMA_MAX_M", "1048576",
+                                        "FK_QUANT_MMA_ROWS", "128"),
                           backend_with("FK_QUANT_SMALL_MAX_M", "0", "FK_QUANT_MMA_MAX_M", "0"),
                           backend_with("FK_QUANT_MMA_MAX_M", "0", "FK_DEQUANT_SCRATCH_MB", "8"),
                           backend_with("FK_QUANT_SMALL_MAX_M", "256", NULL, NULL),
@@ -109,8 +123,8 @@ int main(void)
     const int ms[N_M] = {32, 64, 128, 256, 512, 1024, 2048}, max_m = 2048;
     printf("quantized linears above the small-batch range, through the backend: median us per call (graph of %d)\n",
            CALLS_PER_GRAPH);
-    printf("%-22s %4s %5s | %9s | %9s %11s %11s %9s | %9s | %-11s %6s\n", "shape", "fmt", "m", "fp16", way_names[1],
-           way_names[2], way_names[3], way_names[4], way_names[5], "best", "vs fp16");
+    printf("%-22s %4s %5s | %9s | %9s %9s %11s %11s %9s | %9s | %-11s %6s\n", "shape", "fmt", "m", "fp16",
+           way_names[1], way_names[2], way_names[3], way_names[4], way_names[5], way_names[6], "best", "vs fp16");
     const char *only = getenv("FK_BENCH_ONLY"); /* a substring of the shape's name */
     const int only_m = getenv("FK_BENCH_M") ? atoi(getenv("FK_BENCH_M")) : 0; /* one of ms (for a profiler) */
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
@@ -156,15 +170,15 @@ int main(void)
                     if (us[way][mi] > 0 && us[way][mi] < us[best][mi])
                         best = way;
                 const double ratio = us[DEFAULT][mi] / us[FP16][mi];
-                printf("%-22s %4s %5d | %9.2f | %9.2f %11.2f %11.2f %9.2f | %9.2f | %-11s %5.2fx%s\n", shapes[si].name,
-                       fk_quantization_name(f), ms[mi], us[FP16][mi], us[TILED][mi], us[DEQUANT_64M][mi],
-                       us[DEQUANT_8M][mi], us[PASSES][mi], us[DEFAULT][mi], way_names[best], ratio,
-                       ratio > 1.3 ? " (over 1.3x)" : "");
-                printf("RESULT linear_quant_large %s %s m=%d: fp16 %.2f us; tiled %.2f, dequant 64M %.2f, 8M %.2f, "
-                       "passes %.2f, default %.2f us; best %s; default %.2fx fp16\n",
+                printf("%-22s %4s %5d | %9.2f | %9.2f %9.2f %11.2f %11.2f %9.2f | %9.2f | %-11s %5.2fx%s\n",
+                       shapes[si].name, fk_quantization_name(f), ms[mi], us[FP16][mi], us[TILED][mi],
+                       us[TILED_128][mi], us[DEQUANT_64M][mi], us[DEQUANT_8M][mi], us[PASSES][mi], us[DEFAULT][mi],
+                       way_names[best], ratio, ratio > 1.3 ? " (over 1.3x)" : "");
+                printf("RESULT linear_quant_large %s %s m=%d: fp16 %.2f us; tiled %.2f, tiled 128 %.2f, dequant 64M "
+                       "%.2f, 8M %.2f, passes %.2f, default %.2f us; best %s; default %.2fx fp16\n",
                        fk_quantization_name(f), shapes[si].name, ms[mi], us[FP16][mi], us[TILED][mi],
-                       us[DEQUANT_64M][mi], us[DEQUANT_8M][mi], us[PASSES][mi], us[DEFAULT][mi], way_names[best],
-                       ratio);
+                       us[TILED_128][mi], us[DEQUANT_64M][mi], us[DEQUANT_8M][mi], us[PASSES][mi], us[DEFAULT][mi],
+                       way_names[best], ratio);
             }
         }
         free(host), free(xh);

@@ -233,8 +233,8 @@ static backend *cuda_with(const char *const env[3][2])
 /* The paths a quantized linear can take, and the token counts that exercise each: our small-batch kernel on the
  * packed weights (16 tokens a pass: up to 32 tokens by default, up to 64 with FK_QUANT_SMALL_MAX_M=64), our tiled
  * kernel on them (above that, up to 128 tokens for INT8 and 64 for INT4 by default; for every count with
- * FK_QUANT_SMALL_MAX_M=0 and FK_QUANT_MMA_MAX_M=4096: partial token tiles, one to five tiles of 64 tokens, split-K
- * on the long k), or W dequantized to fp16 for cuBLAS (above that by default: the 300-token cases; with both off,
+ * FK_QUANT_SMALL_MAX_M=0 and FK_QUANT_MMA_MAX_M=4096, with blocks of 64 and of 128 rows (FK_QUANT_MMA_ROWS): partial
+ * token tiles, one to five tiles of 64 tokens, split-K on the long k), or W dequantized to fp16 for cuBLAS (above that by default: the 300-token cases; with both off,
  * here with a 1 MiB scratch so that large weights go a chunk of rows at a time). ns[0] = 0: every count from 1 to
  * 17, then ns[1..]. */
 static const struct {
@@ -244,7 +244,12 @@ static const struct {
 } quant_modes[] = {
     {"default", {{NULL, NULL}}, {0, 24, 64, 300, 0}},
     {"small kernel up to 64 tokens", {{"FK_QUANT_SMALL_MAX_M", "64"}, {NULL, NULL}}, {17, 31, 33, 64, 0}},
-    {"tiled kernel", {{"FK_QUANT_SMALL_MAX_M", "0"}, {"FK_QUANT_MMA_MAX_M", "4096"}}, {0, 33, 65, 130, 300}},
+    {"tiled kernel, 64-row blocks",
+     {{"FK_QUANT_SMALL_MAX_M", "0"}, {"FK_QUANT_MMA_MAX_M", "4096"}, {"FK_QUANT_MMA_ROWS", "64"}},
+     {0, 33, 65, 130, 300}},
+    {"tiled kernel, 128-row blocks",
+     {{"FK_QUANT_SMALL_MAX_M", "0"}, {"FK_QUANT_MMA_MAX_M", "4096"}, {"FK_QUANT_MMA_ROWS", "128"}},
+     {0, 33, 65, 130, 300}},
     {"dequantized, 1 MiB chunks",
      {{"FK_QUANT_SMALL_MAX_M", "0"}, {"FK_QUANT_MMA_MAX_M", "0"}, {"FK_DEQUANT_SCRATCH_MB", "1"}},
      {1, 9, 16, 40, 0}},
@@ -376,9 +381,11 @@ static void test_quant_layout(void **state)
             cpu->ops->release(cpu, cw.data), cpu->ops->release(cpu, cw.scales);
         }
     dequantizing->ops->destroy(dequantizing);
-    const char *bad[][2] = {
-        {"FK_QUANT_SMALL_MAX_M", "257"}, {"FK_DEQUANT_SCRATCH_MB", "0"}, {"FK_QUANT_MMA_MAX_M", "-1"}};
-    for (int i = 0; i < 3; i++) {
+    const char *bad[][2] = {{"FK_QUANT_SMALL_MAX_M", "257"},
+                            {"FK_DEQUANT_SCRATCH_MB", "0"},
+                            {"FK_QUANT_MMA_MAX_M", "-1"},
+                            {"FK_QUANT_MMA_ROWS", "96"}};
+    for (int i = 0; i < 4; i++) {
         setenv(bad[i][0], bad[i][1], 1);
         backend *g = NULL;
         fk_error err = {0};
