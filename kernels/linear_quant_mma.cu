@@ -106,7 +106,7 @@ __global__ void __launch_bounds__(THREADS, FK_QMMA_MIN_BLOCKS)
     const uint32_t *sz_pairs = reinterpret_cast<const uint32_t *>(scales); // INT4: [rows][k / GROUP]
 
     // Each thread copies fixed chunks of every step: W chunk w_part of rows w_row + i * W_ROW_STRIDE, x chunk x_part of
-    // tokens x_row + i * X_ROW_STRIDE (rows and tokens past the end read a valid one and store zeros).
+    // tokens x_row + i * X_ROW_STRIDE (rows, tokens and steps past the end store zeros and read nothing).
     constexpr int W_PER_ROW = WB / 16, W_ROW_STRIDE = THREADS / W_PER_ROW, W_COPIES = ROWS / W_ROW_STRIDE;
     constexpr int X_ROW_STRIDE = THREADS / X_CHUNKS, X_COPIES = TOKENS / X_ROW_STRIDE;
     const int w_part = threadIdx.x % W_PER_ROW, w_row = threadIdx.x / W_PER_ROW;
@@ -143,9 +143,9 @@ __global__ void __launch_bounds__(THREADS, FK_QMMA_MIN_BLOCKS)
     };
 
     float acc[RT][8][4] = {};
-    // One step from buffer b. The warp's W rows (2 row tiles) are read once; for each 8 k of x (chunk 2t + hx: MMAs
+    // One step from buffer b. The warp's W rows (RT row tiles) are read once; for each 8 k of x (chunk 2t + hx: MMAs
     // j = 2hx, 2hx + 1) the 8 token tiles' B fragments are read, and for each MMA j its A fragments are dequantized
-    // just before the 16 MMAs that use them. The 16 accumulators take turns, so that consecutive MMAs are
+    // just before the 8 RT MMAs that use them. The 8 RT accumulators take turns, so that consecutive MMAs are
     // independent (an MMA's latency is many times its issue interval).
     __half2 z_lo[RT], z_hi[RT], s_lo[RT], s_hi[RT]; // INT4: the current group's 1024 + z and s of rows g, g + 8
     auto compute = [&](int b, int s) {
@@ -167,7 +167,7 @@ __global__ void __launch_bounds__(THREADS, FK_QMMA_MIN_BLOCKS)
                 }
             }
         }
-        // MMA j's A fragments of both row tiles.
+        // MMA j's A fragments of the warp's row tiles.
         auto dequant = [&](int j, uint32_t (&a)[RT][4]) {
 #pragma unroll
             for (int rt = 0; rt < RT; rt++) {
