@@ -11,8 +11,9 @@
 // 2t+9 at physical k (its block) + 4j + 0..3, the same for W and x. Dequantization in registers, exact:
 // - INT8: prmt puts each byte of q + 128 (sign bit flipped) under 0x64 (fp16 1024 + q + 128); subtracting 1152
 //   leaves q. The MMAs sum q x in fp32; the row's scale multiplies the sum in the epilogue.
-// - INT4: ((word >> 4i) & 0x000f000f) | 0x64006400 is the fp16 pair 1024 + q of two consecutive k (quant.h's nibble
-//   order); subtracting 1024 + z leaves the small integers q - z. Each step's MMAs go to a fresh fp32 accumulator
+// - INT4: (word & 0x000f000f) | 0x64006400 is the fp16 pair 1024 + q of two consecutive k (quant.h's nibble order);
+//   subtracting 1024 + z leaves the small integers q - z; the next pair, masked in place, is 1024 + 16 q, and one fma
+//   (times 1/16, minus 64 + z) leaves q - z (quant_fragments.cuh). Each step's MMAs go to a fresh fp32 accumulator
 //   that is added to the sum times the group's scale, so no weight is ever rounded: the math of the CPU's (q - z) s.
 #include "common.cuh"
 #include "kernels.h"
@@ -150,9 +151,9 @@ __global__ void __launch_bounds__(32 * WARPS)
         for (int u = 0; u < U; u++)
 #pragma unroll
             for (int rt = 0; rt < RT; rt++) {
-                __half2 z_lo = __float2half2_rn(0.0f), z_hi = z_lo;
+                int4_zero z_lo = {}, z_hi = {};
                 if constexpr (FMT == K_QUANT_INT4)
-                    z_lo = zero1024(f[u].sz[rt][0]), z_hi = zero1024(f[u].sz[rt][1]);
+                    z_lo = int4_zero_of(f[u].sz[rt][0]), z_hi = int4_zero_of(f[u].sz[rt][1]);
                 float part[NT][4] = {}; // INT4: this step's group, before its scale
 #pragma unroll
                 for (int j = 0; j < MMAS; j++) {

@@ -147,7 +147,8 @@ __global__ void __launch_bounds__(THREADS, FK_QMMA_MIN_BLOCKS)
     // j = 2hx, 2hx + 1) the 8 token tiles' B fragments are read, and for each MMA j its A fragments are dequantized
     // just before the 8 RT MMAs that use them. The 8 RT accumulators take turns, so that consecutive MMAs are
     // independent (an MMA's latency is many times its issue interval).
-    __half2 z_lo[RT], z_hi[RT], s_lo[RT], s_hi[RT]; // INT4: the current group's 1024 + z and s of rows g, g + 8
+    int4_zero z_lo[RT], z_hi[RT];                   // INT4: the current group's zero and scale of rows g, g + 8
+    __half2 s_lo[RT], s_hi[RT];
     auto compute = [&](int b, int s) {
         const stage_buf<FMT, RT> &sb = buf[b];
         uint4 wl[RT], wh[RT];
@@ -162,7 +163,7 @@ __global__ void __launch_bounds__(THREADS, FK_QMMA_MIN_BLOCKS)
                 const uint2 h2 = *reinterpret_cast<const uint2 *>(&sb.w[hi][8 * t]);
                 wl[rt] = make_uint4(l2.x, l2.y, 0, 0), wh[rt] = make_uint4(h2.x, h2.y, 0, 0);
                 if (new_group(s)) {
-                    z_lo[rt] = zero1024(sb.sz[lo]), z_hi[rt] = zero1024(sb.sz[hi]);
+                    z_lo[rt] = int4_zero_of(sb.sz[lo]), z_hi[rt] = int4_zero_of(sb.sz[hi]);
                     s_lo[rt] = __low2half2(as_half2(sb.sz[lo])), s_hi[rt] = __low2half2(as_half2(sb.sz[hi]));
                 }
             }
