@@ -171,6 +171,36 @@ __device__ __forceinline__ void copy16_async(void *smem, const void *gmem)
 #endif
 }
 
+#if __CUDA_ARCH__ >= 800
+// 16 bytes global -> shared at a shared-window address, or 16 zero bytes when !valid (src is then not read). Only
+// where cp.async exists (sm_80+): the pointer form below also has Turing's path.
+__device__ __forceinline__ void copy16_async_or_zero(uint32_t smem, const void *gmem, bool valid)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem), "l"(gmem), "r"(valid ? 16 : 0));
+}
+#endif
+
+// The same at a pointer into shared memory, and on Turing a plain copy (or zeros).
+__device__ __forceinline__ void copy16_async_or_zero(void *smem, const void *gmem, bool valid)
+{
+#if __CUDA_ARCH__ >= 800
+    copy16_async_or_zero(smem_addr(smem), gmem, valid);
+#else
+    *reinterpret_cast<uint4 *>(smem) = valid ? *reinterpret_cast<const uint4 *>(gmem) : make_uint4(0, 0, 0, 0);
+#endif
+}
+
+// 4 bytes likewise (cached in L1: small data read by many blocks).
+__device__ __forceinline__ void copy4_async_or_zero(void *smem, const void *gmem, bool valid)
+{
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_addr(smem)), "l"(gmem),
+                 "r"(valid ? 4 : 0));
+#else
+    *reinterpret_cast<uint32_t *>(smem) = valid ? *reinterpret_cast<const uint32_t *>(gmem) : 0u;
+#endif
+}
+
 __device__ __forceinline__ void cp_async_commit()
 {
 #if __CUDA_ARCH__ >= 800

@@ -17,6 +17,7 @@
 // H200; docs/BENCHMARKS.md "Quantized linears of 33 to 128 tokens").
 #include "common.cuh"
 #include "kernels.h"
+#include "linear_sums.cuh"
 #include "quant_fragments.cuh"
 
 // Steps of k in flight per block (kernels/bench times the choice): 3 take 48.4 KiB for INT8 (a T4 gives a block at
@@ -66,26 +67,6 @@ template <int FMT, int RT> struct alignas(128) stage_buf {
     uint32_t sz[FMT == K_QUANT_INT4 ? block_rows<RT>() : 1]; // INT4: the step's (scale, zero) pair of each row
 };
 
-// 16 (or 4) bytes global -> shared, zero-filled when !valid (src is then not read).
-__device__ __forceinline__ void copy16_or_zero(void *dst, const void *src, bool valid)
-{
-#if __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src),
-                 "r"(valid ? 16 : 0));
-#else
-    *reinterpret_cast<uint4 *>(dst) = valid ? *reinterpret_cast<const uint4 *>(src) : make_uint4(0, 0, 0, 0);
-#endif
-}
-
-__device__ __forceinline__ void copy4_or_zero(void *dst, const void *src, bool valid)
-{
-#if __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(valid ? 4 : 0));
-#else
-    *reinterpret_cast<uint32_t *>(dst) = valid ? *reinterpret_cast<const uint32_t *>(src) : 0u;
-#endif
-}
-
 template <int FMT, int EPI, int RT>
 __global__ void __launch_bounds__(THREADS, FK_QMMA_MIN_BLOCKS)
     linear_quant_mma_kernel(__half *__restrict__ y, const __half *__restrict__ x, const uint8_t *__restrict__ wq,
@@ -96,7 +77,6 @@ __global__ void __launch_bounds__(THREADS, FK_QMMA_MIN_BLOCKS)
     extern __shared__ __align__(128) uint4 smem[]; // FK_QMMA_STAGES buffers
     constexpr int ROWS = block_rows<RT>(), TILE_FLOATS = ROWS * TOKENS;
     stage_buf<FMT, RT> *buf = reinterpret_cast<stage_buf<FMT, RT> *>(smem);
-    __shared__ bool last_split;
 
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
     const int r0 = blockIdx.x * ROWS, m0 = blockIdx.y * TOKENS;
@@ -126,11 +106,11 @@ __global__ void __launch_bounds__(THREADS, FK_QMMA_MIN_BLOCKS)
 #pragma unroll
         for (int i = 0; i < W_COPIES; i++) {
             const bool ok = k_ok && i * W_ROW_STRIDE < rows_left;
-            copy16_or_zero(&buf[b].w[w_row + i * W_ROW_STRIDE][16 * w_part],
+            copy16_async_or_zero(&buf[b].w[w_row + i * W_ROW_STRIDE][16 * w_part],
                            ok ? w_src + (size_t)(w_row + i * W_ROW_STRIDE) * row_bytes + (size_t)s * WB : wq, ok);
         }
         if (FMT == K_QUANT_INT4 && new_group(s) && threadIdx.x < ROWS) // one pair each
-            copy4_or_zero(&buf[b].sz[threadIdx.x], sz_src + s / 2, s < s_end && r0 + (int)threadIdx.x < n);
+            copy4_async_or_zero(&buf[b].sz[threadIdx.x], sz_src + s / 2, s < s_end && r0 + (int)threadIdx.x < n);
     };
     auto copy_x = [&](int b, int s) {
         const bool k_ok = s < s_end && s * STEP + 8 * x_part < k;
@@ -138,7 +118,7 @@ __global__ void __launch_bounds__(THREADS, FK_QMMA_MIN_BLOCKS)
         for (int i = 0; i < X_COPIES; i++) {
             const int r = x_row + i * X_ROW_STRIDE;
             const bool ok = k_ok && i * X_ROW_STRIDE < tokens_left;
-            copy16_or_zero(&buf[b].x[r][x_part ^ (r & 1)], ok ? x_src + (size_t)r * k + s * STEP : x, ok);
+            copy16_async_or_zero(&buf[b].x[r][x_part ^ (r & 1)], ok ? x_src + (size_t)r * k + s * STEP : x, ok);
         }
     };
 
@@ -236,17 +216,8 @@ __global__ void __launch_bounds__(THREADS, FK_QMMA_MIN_BLOCKS)
             const float *q = acc[i / 8][i % 8];
             mine[i * THREADS + threadIdx.x] = make_float4(q[0], q[1], q[2], q[3]);
         }
-        __threadfence();
-        __syncthreads();
-        if (threadIdx.x == 0) {
-            last_split = atomicAdd(&counters[tile], 1u) == gridDim.z - 1;
-            if (last_split)
-                counters[tile] = 0; // ready for the next launch
-        }
-        __syncthreads();
-        if (!last_split)
+        if (!last_split_arrived(&counters[tile], gridDim.z))
             return;
-        __threadfence();
         const float4 *all = reinterpret_cast<const float4 *>(partials + (size_t)tile * gridDim.z * TILE_FLOATS);
 #pragma unroll
         for (int i = 0; i < RT * 8; i++)

@@ -1,8 +1,28 @@
 // linear_sums.cuh — where the small-batch linears (linear_small.cu, linear_quant.cu) meet after their main loop: the
 // warps of a block (which split k) add their m16n8 accumulators in shared memory, and with split-K across blocks the
-// tile's splits add theirs through global memory in a fixed order.
+// tile's splits add theirs through global memory in a fixed order (the tiled linear_quant_mma.cu shares the last
+// split's handshake).
 #ifndef FK_LINEAR_SUMS_CUH
 #define FK_LINEAR_SUMS_CUH
+
+// Split-K's meeting point, after every thread of the block has written its split's partials of a tile: whether this
+// block is the tile's last split to arrive (its counter counts arrivals), in which case every split's partials are
+// visible to it and it resets the counter for the next launch. All threads of the block call it (it synchronizes).
+__device__ __forceinline__ bool last_split_arrived(unsigned *counter, unsigned n_splits)
+{
+    __shared__ bool last;
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        last = atomicAdd(counter, 1u) == n_splits - 1;
+        if (last)
+            *counter = 0; // no other split of this tile is left
+    }
+    __syncthreads();
+    if (last)
+        __threadfence();
+    return last;
+}
 
 // A row tile's NT x 128 accumulator floats spread over the block's threads: how many each holds in the epilogue.
 template <int WARPS, int NT> __host__ __device__ constexpr int sums_per_thread()
@@ -22,7 +42,6 @@ __device__ __forceinline__ bool tile_sums(const float (&acc)[RT][NT][4], float (
 {
     constexpr int THREADS = 32 * WARPS, FRAG = NT * 4 * 32, PER = sums_per_thread<WARPS, NT>();
     __shared__ float red[WARPS][RT][FRAG];
-    __shared__ bool last_split;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, split = blockIdx.y, n_splits = gridDim.y;
 
 #pragma unroll
@@ -57,17 +76,8 @@ __device__ __forceinline__ bool tile_sums(const float (&acc)[RT][NT][4], float (
             if (i < FRAG)
                 mine[rt * FRAG + i] = sum[rt][q];
         }
-    __threadfence();
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        last_split = atomicAdd(&counters[blockIdx.x], 1u) == (unsigned)n_splits - 1;
-        if (last_split)
-            counters[blockIdx.x] = 0; // ready for the next launch (no other split of this tile is left)
-    }
-    __syncthreads();
-    if (!last_split)
+    if (!last_split_arrived(&counters[blockIdx.x], n_splits))
         return false;
-    __threadfence();
     // Split by split in order, each split's RT x PER loads independent of one another (in flight together).
     const float *all = partials + (size_t)blockIdx.x * n_splits * RT * FRAG;
 #pragma unroll

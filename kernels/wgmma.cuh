@@ -97,12 +97,6 @@ template <int N> __device__ __forceinline__ void regs_take()
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
 }
 
-// 16 bytes global -> shared, or 16 zero bytes when !valid (src is then not read).
-__device__ __forceinline__ void copy16_async_or_zero(uint32_t dst, const void *src, bool valid)
-{
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0));
-}
-
 // d[64 x 128] (+)= A[64 x 16] B[16 x 128], A and B in shared memory (descriptors), both K-major; scale_d 0 starts
 // from zero.
 __device__ __forceinline__ void wgmma_ss_n128(float (&d)[64], uint64_t desc_a, uint64_t desc_b, int scale_d)
