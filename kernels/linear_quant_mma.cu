@@ -107,7 +107,8 @@ __global__ void __launch_bounds__(THREADS, FK_QMMA_MIN_BLOCKS)
         for (int i = 0; i < W_COPIES; i++) {
             const bool ok = k_ok && i * W_ROW_STRIDE < rows_left;
             copy16_async_or_zero(&buf[b].w[w_row + i * W_ROW_STRIDE][16 * w_part],
-                           ok ? w_src + (size_t)(w_row + i * W_ROW_STRIDE) * row_bytes + (size_t)s * WB : wq, ok);
+                                 ok ? w_src + (size_t)(w_row + i * W_ROW_STRIDE) * row_bytes + (size_t)s * WB : wq,
+                                 ok);
         }
         if (FMT == K_QUANT_INT4 && new_group(s) && threadIdx.x < ROWS) // one pair each
             copy4_async_or_zero(&buf[b].sz[threadIdx.x], sz_src + s / 2, s < s_end && r0 + (int)threadIdx.x < n);
@@ -127,7 +128,8 @@ __global__ void __launch_bounds__(THREADS, FK_QMMA_MIN_BLOCKS)
     // j = 2hx, 2hx + 1) the 8 token tiles' B fragments are read, and for each MMA j its A fragments are dequantized
     // just before the 8 RT MMAs that use them. The 8 RT accumulators take turns, so that consecutive MMAs are
     // independent (an MMA's latency is many times its issue interval).
-    int4_zero z_lo[RT], z_hi[RT];                   // INT4: the current group's zero and scale of rows g, g + 8
+    // INT4: the current group's zero and scale of rows g, g + 8 of each row tile.
+    int4_zero z_lo[RT], z_hi[RT];
     __half2 s_lo[RT], s_hi[RT];
     auto compute = [&](int b, int s) {
         const stage_buf<FMT, RT> &sb = buf[b];
