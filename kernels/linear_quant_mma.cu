@@ -2,19 +2,20 @@
 // by default 33 to 128 tokens for INT8, 33 to 64 for INT4; above, the backend dequantizes W for cuBLAS):
 // y[m][n] = epilogue(x[m][k] W'[n][k]^T + bias), W' the dequantized INT8 or INT4 weight of src/quant.h's layouts,
 // read packed. A block computes a tile of 128 rows of W by 64 tokens: four warps of 32 rows each (two m16 row tiles)
-// by all 64 tokens (eight n8 token tiles); where such tiles are fewer than the SMs, 64 rows (one row tile a warp). k goes in steps of 64: each step's packed W rows (64 or 32 bytes), INT4
-// (scale, zero) pairs and fp16 x rows (128 bytes) are copied into shared memory by cp.async, FK_QMMA_STAGES steps in
-// flight (on Turing plain copies: correct, not overlapped). A warp reads its W rows from shared memory with the small
-// kernel's thread mapping (thread t holds k 16t .. 16t + 15 of rows g and g + 8) and dequantizes them in registers
-// into A fragments once per step, for all eight token tiles (quant_fragments.cuh); the B fragments (x) follow the
-// same k permutation, two 16-byte shared loads per token tile.
+// by all 64 tokens (eight n8 token tiles); where such tiles are fewer than the SMs, 64 rows (one row tile a warp).
+// k goes in steps of 64: each step's packed W rows (64 or 32 bytes), INT4 (scale, zero) pairs and fp16 x rows
+// (128 bytes) are copied into shared memory by cp.async, FK_QMMA_STAGES steps in flight (on Turing plain copies:
+// correct, not overlapped). A warp reads its W rows from shared memory with the small kernel's thread mapping
+// (thread t holds k 16t .. 16t + 15 of rows g and g + 8) and dequantizes them in registers into A fragments once per
+// step, for all eight token tiles (quant_fragments.cuh); the B fragments (x) follow the same k permutation, two
+// 16-byte shared loads per token tile.
 // - INT8: A = q exactly; the fp32 sum of q x is multiplied by the row's scale in the epilogue (exact).
 // - INT4: A = (q - z) s rounded to fp16, the weight k_dequant makes for cuBLAS (a group's scale changes every other
 //   step, so it cannot wait for the epilogue).
 // When the tiles are too few to fill the GPU, k is split across blocks (gridDim.z); every split writes its fp32 tile
 // to `partials` and the tile's last split to arrive adds them all in split order (the result does not depend on
-// timing) and writes y. The kernel is issue-bound (about 5.5 instructions per MMA at two warps per scheduler on an
-// H200; docs/BENCHMARKS.md "Quantized linears of 33 to 128 tokens").
+// timing) and writes y. The kernel is issue-bound (INT8: about 5.5 instructions per MMA at two warps per scheduler
+// on an H200; docs/BENCHMARKS.md "Quantized linears of 33 to 128 tokens").
 #include "common.cuh"
 #include "kernels.h"
 #include "linear_sums.cuh"
@@ -271,7 +272,8 @@ cudaError_t launch(__half *y, const __half *x, const uint8_t *wq, const __half *
 {
     constexpr int ROWS = block_rows<RT>();
     const int n_steps = (k + STEP - 1) / STEP, steps_per_split = (n_steps + splits - 1) / splits;
-    const dim3 grid((n + ROWS - 1) / ROWS, (m + TOKENS - 1) / TOKENS, (n_steps + steps_per_split - 1) / steps_per_split);
+    const dim3 grid((n + ROWS - 1) / ROWS, (m + TOKENS - 1) / TOKENS,
+                    (n_steps + steps_per_split - 1) / steps_per_split);
     constexpr size_t bytes = FK_QMMA_STAGES * sizeof(stage_buf<FMT, RT>);
     static bool configured; // the shared-memory opt-in above 48 KiB, once per instantiation
     if (!configured) {

@@ -60,8 +60,8 @@ typedef struct cuda_backend {
  * tiled kernel did not gain for INT8 (-2 %) though it wins on most shapes alone, and loses on most for INT4
  * (BENCHMARKS.md). */
 #define QUANT_SMALL_MAX_M_DEFAULT 32
-/* Above these, dequantize + cuBLAS is faster in bench-1b's decode step (BENCHMARKS.md): INT8 gains at 128 requests,
- * INT4 loses there (its kernel is slower per token tile). */
+/* Above these, dequantize + cuBLAS: in bench-1b's decode step (BENCHMARKS.md) INT8 gains from the tiled kernel up to
+ * 128 requests; INT4 lost at 96 and 128 before its faster unpacking (99fa8b2) and measured within noise after it. */
 #define QUANT_MMA_MAX_M_INT8 128
 #define QUANT_MMA_MAX_M_INT4 64
 #define DEQUANT_SCRATCH_MB_DEFAULT 64
