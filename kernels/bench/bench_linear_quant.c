@@ -71,30 +71,16 @@ static double time_us(backend *be, void *y, const void *x, const qweight *w, int
     return t[REPLAYS / 2];
 }
 
-/* A CUDA backend created with up to two environment variables set (NULL: none). */
-static backend *backend_with(const char *name, const char *value, const char *name2, const char *value2)
+/* A CUDA backend created with up to three environment variables set (name, value pairs; NULL names end the list). */
+static backend *backend_with(const char *const env[3][2])
 {
-    if (name)
-        setenv(name, value, 1);
-    if (name2)
-        setenv(name2, value2, 1);
+    for (int i = 0; i < 3 && env[i][0]; i++)
+        setenv(env[i][0], env[i][1], 1);
     backend *be;
     fk_error err = {0};
     check(backend_cuda_create(&be, &err), &err);
-    if (name)
-        unsetenv(name);
-    if (name2)
-        unsetenv(name2);
-    return be;
-}
-
-/* The same with a third variable. */
-static backend *backend_with3(const char *name, const char *value, const char *name2, const char *value2,
-                              const char *name3, const char *value3)
-{
-    setenv(name3, value3, 1);
-    backend *be = backend_with(name, value, name2, value2);
-    unsetenv(name3);
+    for (int i = 0; i < 3 && env[i][0]; i++)
+        unsetenv(env[i][0]);
     return be;
 }
 
@@ -105,14 +91,18 @@ static const char *const way_names[WAYS] = {"fp16",       "tiled",  "tiled 128",
 
 int main(void)
 {
-    backend *bes[WAYS] = {backend_with(NULL, NULL, NULL, NULL),
-                          backend_with("FK_QUANT_SMALL_MAX_M", "0", "FK_QUANT_MMA_MAX_M", "1048576"),
-                          backend_with3("FK_QUANT_SMALL_MAX_M", "0", "FK_QUANT_MMA_MAX_M", "1048576",
-                                        "FK_QUANT_MMA_ROWS", "128"),
-                          backend_with("FK_QUANT_SMALL_MAX_M", "0", "FK_QUANT_MMA_MAX_M", "0"),
-                          backend_with("FK_QUANT_MMA_MAX_M", "0", "FK_DEQUANT_SCRATCH_MB", "8"),
-                          backend_with("FK_QUANT_SMALL_MAX_M", "256", NULL, NULL),
-                          backend_with(NULL, NULL, NULL, NULL)};
+    const char *const env[WAYS][3][2] = {
+        [FP16] = {{NULL}},
+        [TILED] = {{"FK_QUANT_SMALL_MAX_M", "0"}, {"FK_QUANT_MMA_MAX_M", "1048576"}},
+        [TILED_128] = {{"FK_QUANT_SMALL_MAX_M", "0"}, {"FK_QUANT_MMA_MAX_M", "1048576"}, {"FK_QUANT_MMA_ROWS", "128"}},
+        [DEQUANT_64M] = {{"FK_QUANT_SMALL_MAX_M", "0"}, {"FK_QUANT_MMA_MAX_M", "0"}},
+        [DEQUANT_8M] = {{"FK_QUANT_MMA_MAX_M", "0"}, {"FK_DEQUANT_SCRATCH_MB", "8"}},
+        [PASSES] = {{"FK_QUANT_SMALL_MAX_M", "256"}},
+        [DEFAULT] = {{NULL}},
+    };
+    backend *bes[WAYS];
+    for (int way = 0; way < WAYS; way++)
+        bes[way] = backend_with(env[way]);
     const struct {
         const char *name;
         int in, out;
