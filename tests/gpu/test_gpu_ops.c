@@ -234,9 +234,9 @@ static backend *cuda_with(const char *const env[3][2])
  * packed weights (16 tokens a pass: up to 32 tokens by default, up to 64 with FK_QUANT_SMALL_MAX_M=64), our tiled
  * kernel on them (above that, up to 128 tokens for INT8 and 64 for INT4 by default; for every count with
  * FK_QUANT_SMALL_MAX_M=0 and FK_QUANT_MMA_MAX_M=4096, with blocks of 64 and of 128 rows (FK_QUANT_MMA_ROWS): partial
- * token tiles, one to five tiles of 64 tokens, split-K on the long k), or W dequantized to fp16 for cuBLAS (above that by default: the 300-token cases; with both off,
- * here with a 1 MiB scratch so that large weights go a chunk of rows at a time). ns[0] = 0: every count from 1 to
- * 17, then ns[1..]. */
+ * token tiles, one to five tiles of 64 tokens, split-K on the long k), or W dequantized to fp16 for cuBLAS (above
+ * that by default: the 300-token cases; with both off, here with a 1 MiB scratch so that large weights go a chunk of
+ * rows at a time). ns[0] = 0: every count from 1 to 17, then ns[1..]. */
 static const struct {
     const char *name;
     const char *env[3][2];
