@@ -78,8 +78,8 @@ __global__ void __launch_bounds__(32 * WARPS) decode_split_kernel(k_attn_args a,
     __half *sq = smem, *stages = smem + L::q_halves;
     int32_t *table = reinterpret_cast<int32_t *>(stages + STAGES * L::stage_halves);
 
-    pdl_wait();
-    pdl_launch_dependents();
+    // The length, the token and the block table are the step's indices: read before the wait (common.cuh), while
+    // the previous kernel (RoPE and the KV store) finishes; the keys and the query only after it.
     const int split = blockIdx.x, kvh = blockIdx.y, seq = blockIdx.z;
     const int G = a.n_heads / a.n_kv_heads;
     const int ctx = a.context_len[seq], tok = a.query_start[seq];
@@ -91,6 +91,8 @@ __global__ void __launch_bounds__(32 * WARPS) decode_split_kernel(k_attn_args a,
         for (int i = threadIdx.x; i <= b1 - b0; i += THREADS)
             table[i] = blocks[b0 + i];
     }
+    pdl_wait();
+    pdl_launch_dependents();
     __syncthreads();
 
     // The first STAGES - 1 chunks start loading; a group is committed even when there is nothing left to load, so

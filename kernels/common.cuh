@@ -44,6 +44,10 @@ __device__ __forceinline__ float block_sum(float v, float *scratch)
 // earlier work reads (reading weights before it is fine); pdl_wait returns once the previous grid has completed
 // and its memory is visible. pdl_launch_dependents() lets the next kernel be scheduled early (it then waits in its
 // own pdl_wait). Both are no-ops below sm_90, where fk_launch never asks for early launch.
+// Every kernel waits before it lets its dependents start, so a kernel that runs knows that all work enqueued before
+// the previous kernel is complete and visible: it may read such data before its own wait too (the step's indices,
+// uploaded before the pass's first kernel, while the previous kernel finishes). No block may return before its wait.
+
 __device__ __forceinline__ void pdl_wait()
 {
 #if __CUDA_ARCH__ >= 900

@@ -1,52 +1,70 @@
 // rms_norm.cu — residual add fused with RMSNorm: residual += x; out = residual * rsqrt(mean(residual^2) + eps) * w.
 // One block per row, statistics in fp32 over the rounded fp16 residual (what is stored is what is normalized).
-// Rows whose width is a multiple of 8 are read and written 16 bytes per thread (one access each for d <= 2048).
+// Rows whose width is a multiple of 8 (up to 32,768) are read and written 16 bytes per thread, held in registers.
 #include "common.cuh"
 #include "kernels.h"
 
-// Threads for a row of d: one per 8 elements, up to 256, at least a warp.
+constexpr int MAX_THREADS = 1024, MAX_CHUNKS = 4; // 16-byte pieces per thread: rows up to 32,768 wide
+
+// Threads for a row of d: one per 8 elements, up to 1024 (then up to MAX_CHUNKS pieces each), at least a warp.
 static int threads_for(int d)
 {
     int t = (d / 8 + 31) / 32 * 32;
-    return t < 32 ? 32 : t > 256 ? 256 : t;
+    return t < 32 ? 32 : t > MAX_THREADS ? MAX_THREADS : t;
 }
 
+// Each thread keeps its pieces of the row and of w in registers: one read of each, w's before the wait (weights
+// are no earlier kernel's output), so a row costs one round trip to memory and the reduction.
 __global__ void add_rms_norm_vec_kernel(__half *out, __half *residual, const __half *x, const __half *w, int d, float eps)
 {
-    pdl_wait();
-    pdl_launch_dependents();
     __shared__ float scratch[32];
     uint4 *r = reinterpret_cast<uint4 *>(residual + (size_t)blockIdx.x * d);
     const uint4 *xs = x ? reinterpret_cast<const uint4 *>(x + (size_t)blockIdx.x * d) : nullptr;
     uint4 *o = reinterpret_cast<uint4 *>(out + (size_t)blockIdx.x * d);
     const uint4 *ws = reinterpret_cast<const uint4 *>(w);
     const int chunks = d / 8;
+    half8 g[MAX_CHUNKS], v[MAX_CHUNKS];
+#pragma unroll
+    for (int k = 0; k < MAX_CHUNKS; k++) {
+        const int c = threadIdx.x + k * blockDim.x;
+        if (c < chunks)
+            g[k].u = ws[c];
+    }
+    pdl_wait();
+    pdl_launch_dependents();
     float sum_sq = 0;
-    for (int c = threadIdx.x; c < chunks; c += blockDim.x) {
-        half8 v, a;
-        v.u = r[c];
+#pragma unroll
+    for (int k = 0; k < MAX_CHUNKS; k++) {
+        const int c = threadIdx.x + k * blockDim.x;
+        if (c >= chunks)
+            continue;
+        v[k].u = r[c];
         if (xs) {
+            half8 a;
             a.u = xs[c];
 #pragma unroll
             for (int i = 0; i < 4; i++) {
-                const float2 f = __half22float2(v.h2[i]), g = __half22float2(a.h2[i]);
-                v.h2[i] = __floats2half2_rn(f.x + g.x, f.y + g.y);
+                const float2 f = __half22float2(v[k].h2[i]), e = __half22float2(a.h2[i]);
+                v[k].h2[i] = __floats2half2_rn(f.x + e.x, f.y + e.y);
             }
-            r[c] = v.u;
+            r[c] = v[k].u;
         }
 #pragma unroll
         for (int i = 0; i < 4; i++) {
-            const float2 f = __half22float2(v.h2[i]);
+            const float2 f = __half22float2(v[k].h2[i]);
             sum_sq += f.x * f.x + f.y * f.y;
         }
     }
     const float inv_rms = rsqrtf(block_sum(sum_sq, scratch) / d + eps);
-    for (int c = threadIdx.x; c < chunks; c += blockDim.x) {
-        half8 v, g, y;
-        v.u = r[c], g.u = ws[c];
+#pragma unroll
+    for (int k = 0; k < MAX_CHUNKS; k++) {
+        const int c = threadIdx.x + k * blockDim.x;
+        if (c >= chunks)
+            continue;
+        half8 y;
 #pragma unroll
         for (int i = 0; i < 4; i++) {
-            const float2 f = __half22float2(v.h2[i]), s = __half22float2(g.h2[i]);
+            const float2 f = __half22float2(v[k].h2[i]), s = __half22float2(g[k].h2[i]);
             y.h2[i] = __floats2half2_rn(s.x * (f.x * inv_rms), s.y * (f.y * inv_rms));
         }
         o[c] = y.u;
@@ -78,6 +96,7 @@ extern "C" cudaError_t k_add_rms_norm(void *out, void *residual, const void *x, 
 {
     if (n <= 0)
         return cudaSuccess;
-    return fk_launch(d % 8 == 0 ? add_rms_norm_vec_kernel : add_rms_norm_kernel, n, threads_for(d), 0, stream,
+    const bool vec = d % 8 == 0 && d / 8 <= MAX_THREADS * MAX_CHUNKS;
+    return fk_launch(vec ? add_rms_norm_vec_kernel : add_rms_norm_kernel, n, threads_for(d), 0, stream,
                      (__half *)out, (__half *)residual, (const __half *)x, (const __half *)w, d, eps);
 }

@@ -454,7 +454,7 @@ static void test_linear_gelu(void **state)
 static void test_norms(void **state)
 {
     (void)state;
-    const int shapes[][2] = {{1, 128}, {7, 256}, {33, 2048}, {3, 4096}, {2, 100}};
+    const int shapes[][2] = {{1, 128}, {7, 256}, {33, 2048}, {3, 4096}, {2, 100}, {2, 16384}, {1, 8200}, {1, 32776}};
     for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++)
         for (int layer = 0; layer < 2; layer++) {
             const int n = shapes[k][0], d = shapes[k][1];
