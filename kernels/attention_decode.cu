@@ -309,8 +309,12 @@ template <int D> cudaError_t launch_stages(const k_attn_args *a, int split_len, 
 // with fewer, the contexts are split so that the pairs' splits fill one wave, each split at least MIN_SPLIT keys
 // (short contexts are not worth a merge). Measured on an H100 against every other split count (kernels/bench
 // SWEEP rows): 64 x 4096, 16 x 16384 and 1 x 32768 all best or within a point of it. So n_seqs * n_splits is at
-// most SMs / Hkv, which bounds the scratch below.
-constexpr int MIN_SPLIT = 256;
+// most SMs / Hkv, which bounds the scratch below. FK_DECODE_MIN_SPLIT changes the floor at build time (to measure
+// short contexts at batch 1, where a split of fewer keys costs a merge kernel).
+#ifndef FK_DECODE_MIN_SPLIT
+#define FK_DECODE_MIN_SPLIT 256
+#endif
+constexpr int MIN_SPLIT = FK_DECODE_MIN_SPLIT;
 
 extern "C" int k_attention_decode_splits(int n_seqs, int n_kv_heads, int max_context, int n_sms)
 {
