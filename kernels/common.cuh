@@ -47,7 +47,6 @@ __device__ __forceinline__ float block_sum(float v, float *scratch)
 // Every kernel waits before it lets its dependents start, so a kernel that runs knows that all work enqueued before
 // the previous kernel is complete and visible: it may read such data before its own wait too (the step's indices,
 // uploaded before the pass's first kernel, while the previous kernel finishes). No block may return before its wait.
-
 __device__ __forceinline__ void pdl_wait()
 {
 #if __CUDA_ARCH__ >= 900
