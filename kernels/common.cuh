@@ -39,6 +39,32 @@ __device__ __forceinline__ float block_sum(float v, float *scratch)
     return warp_sum(v);
 }
 
+#ifdef FK_TRACE
+// The kernel timeline of a -DFK_TRACE build (a diagnostic; trace.cu): block 0 of every kernel stamps the global
+// timer before and after its wait, with its grid and block size, into the next record of a buffer (slot from an
+// atomic counter in its first word, so records come in launch order). Without relocatable device code every
+// translation unit has its own copy of the buffer's pointer; each registers a setter at load (trace.cu sets them).
+void fk_trace_register(cudaError_t (*set)(unsigned long long *));
+namespace {
+__device__ unsigned long long *fk_trace_buf;
+cudaError_t fk_trace_set(unsigned long long *p)
+{
+    return cudaMemcpyToSymbol(fk_trace_buf, &p, sizeof p);
+}
+struct fk_trace_registrar {
+    fk_trace_registrar() { fk_trace_register(fk_trace_set); }
+} fk_trace_registrar_here;
+} // namespace
+#define FK_TRACE_RECORDS (1u << 20)
+
+__device__ __forceinline__ unsigned long long fk_globaltimer()
+{
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+#endif
+
 // Programmatic dependent launch (Hopper): a kernel started by fk_launch may begin while the previous kernel on the
 // stream is still running. It must call pdl_wait() before it reads anything earlier work wrote or writes anything
 // earlier work reads (reading weights before it is fine); pdl_wait returns once the previous grid has completed
@@ -49,8 +75,25 @@ __device__ __forceinline__ float block_sum(float v, float *scratch)
 // uploaded before the pass's first kernel, while the previous kernel finishes). No block may return before its wait.
 __device__ __forceinline__ void pdl_wait()
 {
+#ifdef FK_TRACE
+    const bool first = (blockIdx.x | blockIdx.y | blockIdx.z | threadIdx.x) == 0;
+    const unsigned long long t0 = first ? fk_globaltimer() : 0;
+#endif
 #if __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+#ifdef FK_TRACE
+    if (first && fk_trace_buf) {
+        const unsigned long long t1 = fk_globaltimer();
+        const unsigned slot = atomicAdd(reinterpret_cast<unsigned *>(fk_trace_buf), 1u);
+        if (slot < FK_TRACE_RECORDS) {
+            unsigned long long *r = fk_trace_buf + 1 + 4 * (size_t)slot;
+            r[0] = t0;
+            r[1] = t1;
+            r[2] = gridDim.x | (unsigned long long)gridDim.y << 24 | (unsigned long long)gridDim.z << 48;
+            r[3] = blockDim.x;
+        }
+    }
 #endif
 }
 

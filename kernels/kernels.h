@@ -115,6 +115,13 @@ cudaError_t k_dequant(void *out, const void *data, const void *scales, int forma
  * sm_90+) for every later launch of our kernels; *enabled tells whether it is on. */
 cudaError_t k_pdl_configure(int enable, int *enabled);
 
+/* trace.cu, a diagnostic: in a build with -DFK_TRACE, block 0 of every kernel launched after k_trace_start stamps
+ * the global timer around its PDL wait; k_trace_write writes the records to `path` ("start_ns waited_ns grid_x
+ * grid_y grid_z block_x" per launch, in launch order; kernels/bench/trace_report.py reads them). In other builds
+ * k_trace_start returns cudaErrorNotSupported and k_trace_write does nothing. */
+cudaError_t k_trace_start(void);
+cudaError_t k_trace_write(const char *path);
+
 /* out[n][f] = silu(gate_up[n][0:f]) * gate_up[n][f:2f]. */
 cudaError_t k_silu_mul(void *out, const void *gate_up, int n, int f, cudaStream_t stream);
 

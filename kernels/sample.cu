@@ -74,14 +74,34 @@ __global__ void __launch_bounds__(THREADS) sample_kernel(int32_t *tokens, const 
     row_ctx c = {logits + (size_t)blockIdx.x * vocab, vocab, 0, p.temperature};
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 
-    // The largest logit and its first index.
+    // The largest logit and its first index. The row is read 8 logits to a 16-byte load from its first aligned
+    // element on (a row of an odd vocabulary starts anywhere; the few before that one and the tail one each), with
+    // several loads in flight a thread. A thread sees its elements in increasing order, so with ">" it keeps the
+    // first index of its maximum, as the block reduction below does across threads.
     float best = -INFINITY;
     int best_i = vocab;
-    for (int i = threadIdx.x; i < vocab; i += THREADS) {
-        const float v = __half2float(c.logits[i]);
+    auto consider = [&](float v, int i) {
         if (v > best)
             best = v, best_i = i;
+    };
+    const int head = min(vocab, (int)((16 - reinterpret_cast<uintptr_t>(c.logits) % 16) % 16 / sizeof(__half)));
+    const int n_vec = (vocab - head) / 8;
+    if (threadIdx.x < head)
+        consider(__half2float(c.logits[threadIdx.x]), threadIdx.x);
+    const uint4 *vec = reinterpret_cast<const uint4 *>(c.logits + head);
+#pragma unroll 8
+    for (int v = threadIdx.x; v < n_vec; v += THREADS) {
+        half8 h;
+        h.u = __ldg(vec + v);
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            const float2 f = __half22float2(h.h2[j]);
+            consider(f.x, head + 8 * v + 2 * j);
+            consider(f.y, head + 8 * v + 2 * j + 1);
+        }
     }
+    if (head + 8 * n_vec + (int)threadIdx.x < vocab)
+        consider(__half2float(c.logits[head + 8 * n_vec + threadIdx.x]), head + 8 * n_vec + threadIdx.x);
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) {
         const float v = __shfl_xor_sync(0xffffffffu, best, o);

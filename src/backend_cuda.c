@@ -97,6 +97,9 @@ static fk_status cuda_fail(fk_error *err, const char *what, cudaError_t e)
 static void cuda_destroy(backend *b)
 {
     cuda_backend *cb = cb_of(b);
+    const char *trace = getenv("FK_TRACE_FILE");
+    if (trace && *trace)
+        k_trace_write(trace); /* a diagnostic's output: nothing to report it to here */
     gemm_lt_destroy(cb->gemm_lt);
     cudaFree(cb->linear_partials);
     cudaFree(cb->linear_counters);
@@ -761,7 +764,8 @@ static fk_status gelu_epilogue_choice(bool *by_cublaslt, fk_error *err)
  * dequantized for cuBLAS), FK_QUANT_MMA_ROWS (0, 64 or 128: that kernel's rows of W per block; 0, the default, lets
  * k_linear_quant_mma_rows choose),
  * FK_DEQUANT_SCRATCH_MB (1..65536, default DEQUANT_SCRATCH_MB_DEFAULT), FK_PDL (0 turns programmatic dependent launch
- * off) and FK_PREFILL_HOPPER (0 keeps prefill attention on the mma.sync kernel on a Hopper too). */
+ * off) and FK_PREFILL_HOPPER (0 keeps prefill attention on the mma.sync kernel on a Hopper too). FK_TRACE_FILE, in a
+ * build with -DFK_TRACE only, names the file of the kernel timeline (kernels.h's k_trace_start). */
 static fk_status env_int(const char *name, int lo, int hi, int *v, fk_error *err)
 {
     const char *s = getenv(name);
@@ -800,6 +804,9 @@ static fk_status tuning_from_env(cuda_backend *cb, fk_error *err)
     cb->quant_mma_max_m[1] = quant_mma_max_m < 0 ? QUANT_MMA_MAX_M_INT4 : quant_mma_max_m;
     cb->dequant_cap = (size_t)scratch_mb << 20;
     CUDA_OK(k_pdl_configure(pdl, &enabled), "programmatic dependent launch");
+    const char *trace = getenv("FK_TRACE_FILE");
+    if (trace && *trace)
+        CUDA_OK(k_trace_start(), "FK_TRACE_FILE (the kernel timeline needs a build with -Dcuda_args=-DFK_TRACE)");
     CUDA_OK(k_attention_prefill_tile_rows(hopper, &cb->prefill_tile_rows), "prefill kernel choice");
     return FK_OK;
 }

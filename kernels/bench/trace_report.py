@@ -1,0 +1,59 @@
+#!/usr/bin/env python3
+"""The kernel timeline of a decode step, from a -DFK_TRACE build's FK_TRACE_FILE (kernels/trace.cu).
+
+Each line of the file is one kernel launch, in launch order: "start_ns waited_ns grid_x grid_y grid_z block_x",
+the %globaltimer of block 0 before and after its PDL wait. The waits chain: kernel i's wait returns when kernel
+i - 1 has completed, so D_i = waited_{i+1} - waited_i is kernel i's share of the critical path (from its input being
+ready until it completed), and early_i = waited_i - start_i how long it was resident before that (streaming its
+first weights). The script finds the period of the repeating decode steps (graph replays: every step launches the
+same kernels), skips the first two, and prints the median D and early of each launch of a step, then the totals by
+launch shape. Kernels are named by shape only: grid x, grid y, block.
+
+usage: trace_report.py TRACE_FILE
+"""
+import statistics
+import sys
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    rows = [tuple(map(int, line.split())) for line in open(sys.argv[1]) if line.strip()]
+    shape = [(r[2], r[3], r[5]) for r in rows]
+    n = len(rows)
+    for p in range(8, n // 4 + 1):  # the shortest period that repeats over the last three steps
+        if all(shape[n - 1 - i] == shape[n - 1 - i - p] for i in range(3 * p)):
+            break
+    else:
+        sys.exit("no repeating step found (a decode run of a few dozen steps is needed)")
+    # A step starts after the longest wait-to-wait gap of the last period (the host's time between steps).
+    start = max(range(n - p, n), key=lambda i: rows[i][1] - rows[i - 1][1])
+    starts = []
+    k = start - p
+    while k >= 0 and shape[k:k + p] == shape[start - p:start]:
+        starts.append(k)
+        k -= p
+    starts = sorted(starts)[2:]
+    if not starts:
+        sys.exit("too few steps")
+    step_us = [(rows[s + p][1] - rows[s][1]) / 1000 for s in starts]
+    print(f"{len(starts)} steps of {p} kernels; step {statistics.median(step_us):.1f} us median, "
+          f"{min(step_us):.1f} min")
+    print(f"{'#':>4} {'grid':>10} {'block':>5} {'D us':>7} {'early us':>8}")
+    by_shape = {}
+    for j in range(p):
+        d = statistics.median(rows[s + j + 1][1] - rows[s + j][1] for s in starts) / 1000
+        e = statistics.median(rows[s + j][1] - rows[s + j][0] for s in starts) / 1000
+        gx, gy, bx = shape[starts[0] + j]
+        t = by_shape.setdefault((gx, gy, bx), [0, 0.0])
+        t[0] += 1
+        t[1] += d
+        print(f"{j:>4} {f'{gx}x{gy}':>10} {bx:>5} {d:>7.2f} {e:>8.2f}")
+    print(f"sum of D: {sum(t for _, t in by_shape.values()):.1f} us (the last kernel's D includes the host's gap)")
+    print("by shape (grid x, grid y, block): launches, total D us, mean D us")
+    for (gx, gy, bx), (c, t) in sorted(by_shape.items(), key=lambda kv: -kv[1][1]):
+        print(f"  {gx}x{gy} {bx}: {c:>3} {t:>8.1f} {t / c:>6.2f}")
+
+
+if __name__ == "__main__":
+    main()
