@@ -285,21 +285,37 @@ cudaError_t launch(const k_attn_args *a, int split_len, int n_splits, float *scr
                      (const float *)scratch);
 }
 
+// Many (sequence, KV head) pairs: blocks of 4 warps (half the shared memory, so more of them on an SM) beat blocks of
+// 8 once the pairs fill the GPU several times over. On an H100 (BENCHMARKS.md), at head dim 64 from 512 pairs
+// (Llama-1B shapes at 64 sequences of 512 to 2,048 keys: 8-10 % faster alone, bench-1b's 64-request decode +3 %),
+// at head dim 128 only from 2,048 (64 sequences of Llama-8B shapes: 4-25 % slower; 256: 3-13 % faster); with
+// fewer pairs (and with splits) 8 warps are faster.
+template <int D> bool four_warp_blocks(int pairs, int n_sms)
+{
+    return pairs >= (D == 64 ? 3 : 12) * n_sms;
+}
+
 // Stages in flight need cp.async, which the code has only when compiled for sm_80 or later: the choice follows the
 // architecture the kernels were built for (so the compute_75 PTX build runs Turing's configuration anywhere).
 template <int D> cudaError_t launch_stages(const k_attn_args *a, int split_len, int n_splits, float *scratch,
                                            cudaStream_t s)
 {
-    static int ptx = -1;
+    static int ptx = -1, n_sms = 0;
     if (ptx < 0) {
         cudaFuncAttributes attr;
-        cudaError_t e = cudaFuncGetAttributes(&attr, decode_merge_kernel<64>);
-        if (e != cudaSuccess)
+        int device;
+        cudaError_t e;
+        if ((e = cudaFuncGetAttributes(&attr, decode_merge_kernel<64>)) != cudaSuccess ||
+            (e = cudaGetDevice(&device)) != cudaSuccess ||
+            (e = cudaDeviceGetAttribute(&n_sms, cudaDevAttrMultiProcessorCount, device)) != cudaSuccess)
             return e;
         ptx = attr.ptxVersion;
     }
-    return ptx >= 80 ? launch<D, FK_DECODE_STAGES, FK_DECODE_WARPS>(a, split_len, n_splits, scratch, s)
-                     : launch<D, 1, 4>(a, split_len, n_splits, scratch, s);
+    if (ptx < 80)
+        return launch<D, 1, 4>(a, split_len, n_splits, scratch, s);
+    return four_warp_blocks<D>(a->n_seqs * a->n_kv_heads, n_sms)
+               ? launch<D, FK_DECODE_STAGES, 4>(a, split_len, n_splits, scratch, s)
+               : launch<D, FK_DECODE_STAGES, FK_DECODE_WARPS>(a, split_len, n_splits, scratch, s);
 }
 
 } // namespace

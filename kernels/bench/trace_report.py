@@ -21,19 +21,27 @@ def main():
     rows = [tuple(map(int, line.split())) for line in open(sys.argv[1]) if line.strip()]
     shape = [(r[2], r[3], r[5]) for r in rows]
     n = len(rows)
-    for p in range(8, n // 4 + 1):  # the shortest period that repeats over the last three steps
-        if all(shape[n - 1 - i] == shape[n - 1 - i - p] for i in range(3 * p)):
-            break
-    else:
+    # The step's period: the shift under which the most launches repeat (ties: the shortest; a layer's period
+    # scores lower, the step's ends breaking it). Warm-up and the last steps may differ: the steady part is the
+    # longest stretch that repeats under it.
+    score = {q: sum(shape[i] == shape[i + q] for i in range(n - q)) / (n - q) for q in range(8, min(2000, n // 3))}
+    if not score:
+        sys.exit("too few launches (a decode run of a few dozen steps is needed)")
+    best = max(score.values())
+    p = min(q for q, v in score.items() if v >= best - 0.005)
+    run_start, run_len, i = 0, 0, 0
+    while i < n - p:
+        j = i
+        while j < n - p and shape[j] == shape[j + p]:
+            j += 1
+        if j - i > run_len:
+            run_start, run_len = i, j - i
+        i = j + 1
+    if run_len < 3 * p:
         sys.exit("no repeating step found (a decode run of a few dozen steps is needed)")
-    # A step starts after the longest wait-to-wait gap of the last period (the host's time between steps).
-    start = max(range(n - p, n), key=lambda i: rows[i][1] - rows[i - 1][1])
-    starts = []
-    k = start - p
-    while k >= 0 and shape[k:k + p] == shape[start - p:start]:
-        starts.append(k)
-        k -= p
-    starts = sorted(starts)[2:]
+    # A step starts after the longest wait-to-wait gap (the host's time between steps) in the stretch's first period.
+    first = max(range(run_start + 1, run_start + 1 + p), key=lambda k: rows[k][1] - rows[k - 1][1])
+    starts = list(range(first, run_start + run_len - p + 1, p))[2:]  # not the first two steps
     if not starts:
         sys.exit("too few steps")
     step_us = [(rows[s + p][1] - rows[s][1]) / 1000 for s in starts]

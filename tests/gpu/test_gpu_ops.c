@@ -739,6 +739,13 @@ static void test_attention_decode(void **state)
     int nq3[3] = {1, 1, 1}, ctx3[3] = {65, 300, 1000}; /* groups of 6 and 16 query heads per KV head */
     attention_case(3, nq3, ctx3, 12, 2, 128, 16, true);
     attention_case(3, nq3, ctx3, 16, 1, 64, 16, true);
+    /* Many (sequence, KV head) pairs of short contexts, the kernel's 4-warp blocks on GPUs of up to ~170 SMs: 64 x 8
+     * pairs at head dim 64, 64 x 32 at 128. */
+    int nq64[64], ctx64[64];
+    for (int s = 0; s < 64; s++)
+        nq64[s] = 1, ctx64[s] = 1 + (int)tu_below(&rng, 300);
+    attention_case(64, nq64, ctx64, 32, 8, 64, 16, true);
+    attention_case(64, nq64, ctx64, 32, 32, 128, 16, true);
 }
 
 int main(void)
