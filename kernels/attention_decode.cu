@@ -287,8 +287,8 @@ cudaError_t launch(const k_attn_args *a, int split_len, int n_splits, float *scr
 
 // Many (sequence, KV head) pairs: blocks of 4 warps (half the shared memory, so more of them on an SM) beat blocks of
 // 8 once the pairs fill the GPU several times over. On an H100 (BENCHMARKS.md), at head dim 64 from 512 pairs
-// (Llama-1B shapes at 64 sequences of 512 to 2,048 keys: 8-10 % faster alone, bench-1b's 64-request decode +3 %),
-// at head dim 128 only from 2,048 (64 sequences of Llama-8B shapes: 4-25 % slower; 256: 3-13 % faster); with
+// (Llama-1B shapes at 64 sequences of 512 to 2,048 keys: 8-11 % faster alone, bench-1b's 64-request decode +2 %),
+// at head dim 128 only from 2,048 (64 sequences of Llama-8B shapes: 6-29 % slower; 256: 3-13 % faster); with
 // fewer pairs (and with splits) 8 warps are faster.
 template <int D> bool four_warp_blocks(int pairs, int n_sms)
 {

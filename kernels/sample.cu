@@ -74,10 +74,11 @@ __global__ void __launch_bounds__(THREADS) sample_kernel(int32_t *tokens, const 
     row_ctx c = {logits + (size_t)blockIdx.x * vocab, vocab, 0, p.temperature};
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 
-    // The largest logit and its first index. The row is read 8 logits to a 16-byte load from its first aligned
-    // element on (a row of an odd vocabulary starts anywhere; the few before that one and the tail one each), with
-    // several loads in flight a thread. A thread sees its elements in increasing order, so with ">" it keeps the
-    // first index of its maximum, as the block reduction below does across threads.
+    // The largest logit and its first index. The row is read 8 logits at a time (16-byte loads, several in flight
+    // per thread) from its first aligned element on; a row of an odd vocabulary starts anywhere, so the few logits
+    // before that element and after the last whole vector are read one by one. A thread sees its elements in
+    // increasing order, so with ">" it keeps the first index of its maximum, as the block reduction below does
+    // across threads.
     float best = -INFINITY;
     int best_i = vocab;
     auto consider = [&](float v, int i) {
