@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""kernels/bench/trace_report.py on synthetic timelines whose answer is known: random steps of random kernel shapes
+and durations (fresh each run; FK_TEST_SEED replays one), with warm-up launches before them and a different last
+step after, as a real run has. The report must find the step's length and give each launch's median D (the wait-to-
+wait time to the next launch) and early (start to wait), as computed here from the generated times."""
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+
+REPORT = os.path.join(os.environ["FK_SOURCE_ROOT"], "kernels", "bench", "trace_report.py")
+
+
+def timeline(rng, shapes, n_steps):
+    """Rows (start, waited, gx, gy, gz, block) and, per position of the step, the D and early of each step."""
+    rows, t = [], 0
+    warm = [(rng.randint(1, 9), 1, 1, 64) for _ in range(rng.randint(3, 40))]  # a prefill, the first steps
+    for gx, gy, gz, bx in warm:
+        t += rng.randint(1000, 50000)
+        rows.append([t - 500, t, gx, gy, gz, bx])
+    step_starts = []
+    for _ in range(n_steps):
+        t += rng.randint(20000, 30000)  # the host's gap: longer than any kernel's
+        step_starts.append(len(rows))
+        for gx, gy, gz, bx in shapes:
+            early = rng.randint(0, 8000)
+            rows.append([t - early, t, gx, gy, gz, bx])
+            t += rng.randint(1000, 15000)
+    t += 25000
+    for gx, gy, gz, bx in [(1, 1, 1, 32), (3, 1, 1, 32)]:  # a last step unlike the others
+        rows.append([t, t, gx, gy, gz, bx])
+        t += 3000
+    return rows, step_starts
+
+
+def main():
+    seed = int(os.environ.get("FK_TEST_SEED", random.randrange(1 << 30)))
+    print(f"seed {seed}")
+    rng = random.Random(seed)
+    for case in range(6):
+        p = rng.randint(9, 160)
+        # Repeating layers inside the step, as a model has, and a distinct head and tail.
+        layer = [(rng.choice([1, 8, 128, 192, 512]), rng.choice([1, 2]), 1, rng.choice([128, 256, 512]))
+                 for _ in range(rng.randint(3, 8))]
+        shapes = [(7, 1, 1, 1024), (1, 1, 1, 128)]
+        while len(shapes) < p - 1:
+            shapes += layer
+        shapes = shapes[:p - 1] + [(3142, 1, 1, 512)]
+        n_steps = rng.randint(20, 60)
+        rows, starts = timeline(rng, shapes, n_steps)
+        with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+            for r in rows:
+                f.write(" ".join(map(str, r)) + "\n")
+        out = subprocess.run([sys.executable, REPORT, f.name], capture_output=True, text=True)
+        os.unlink(f.name)
+        if out.returncode:
+            sys.exit(f"case {case}: trace_report.py failed: {out.stderr}")
+        lines = out.stdout.splitlines()
+        head = lines[0].split()
+        used, period = int(head[0]), int(head[3])
+        assert period == len(shapes), f"case {case}: period {period}, generated {len(shapes)}"
+        by_pos = {}
+        for line in lines[2:2 + period]:
+            j, grid, block, d, early = line.split()
+            by_pos[int(j)] = (grid, int(block), float(d), float(early))
+        for j in range(period):
+            gx, gy, _, bx = shapes[j]
+            assert by_pos[j][:2] == (f"{gx}x{gy}", bx), f"case {case} position {j}: {by_pos[j][:2]}"
+        # The report may leave out a few steps at either end (warm-up, the step before the odd tail); the ones it
+        # keeps are consecutive generated steps, and every D and early is their median.
+        def medians(window):
+            return [(statistics.median(rows[s + j + 1][1] - rows[s + j][1] for s in window) / 1000,
+                     statistics.median(rows[s + j][1] - rows[s + j][0] for s in window) / 1000)
+                    for j in range(period)]
+        got = [by_pos[j][2:] for j in range(period)]
+        windows = [starts[a:a + used] for a in range(0, 4) if a + used <= len(starts) - 1]
+        assert used >= len(starts) - 5, f"case {case}: {used} steps used of {len(starts)}"
+        assert any(all(abs(g[0] - w[0]) <= 0.006 and abs(g[1] - w[1]) <= 0.006 for g, w in zip(got, medians(win)))
+                   for win in windows), f"case {case}: D / early differ from every window of {used} steps"
+        print(f"case {case}: {period} kernels a step, {used} steps: every position's D and early as generated")
+
+
+if __name__ == "__main__":
+    main()
