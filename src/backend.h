@@ -78,6 +78,10 @@ typedef struct backend_ops {
     fk_status (*alloc)(backend *b, size_t bytes, void **out, fk_error *err);
     void (*release)(backend *b, void *p);
     fk_status (*upload)(backend *b, void *dst, const void *src, size_t bytes, fk_error *err);
+    /* A copy of bytes from host_alloc memory src to device dst that runs beside the ops enqueued before it, so that
+     * it is done by the time the ops after it, which wait for it, start. It starts once the ops enqueued before the
+     * last fetch_begin (with bytes) are done and that fetch's copy is: dst may be what those ops read. */
+    fk_status (*upload_ahead)(backend *b, void *dst, const void *src, size_t bytes, fk_error *err);
     /* Raw bytes to the host (waits for pending work). */
     fk_status (*download)(backend *b, void *dst, const void *src, size_t bytes, fk_error *err);
     /* n act elements to float32 on the host (waits for pending work). */
@@ -88,7 +92,9 @@ typedef struct backend_ops {
     fk_status (*host_alloc)(backend *b, size_t bytes, void **out, fk_error *err);
     void (*host_free)(backend *b, void *p);
     /* Enqueues a copy of bytes from device src to host_alloc memory dst and returns at once; fetch_wait(slot) waits
-     * until it (and everything enqueued before it) is done. slot is 0 or 1, so that two fetches can be in flight. */
+     * until it (and everything enqueued before it) is done. slot is 0 or 1, so that two fetches can be in flight.
+     * The copy may run beside the ops enqueued after it: the caller must not enqueue an op that writes src before an
+     * upload_ahead, which waits for it. */
     fk_status (*fetch_begin)(backend *b, void *dst, const void *src, size_t bytes, int slot, fk_error *err);
     fk_status (*fetch_wait)(backend *b, int slot, fk_error *err);
 

@@ -529,6 +529,7 @@ static const backend_ops cpu_ops = {
     .alloc = cpu_alloc,
     .release = cpu_release,
     .upload = cpu_copy,
+    .upload_ahead = cpu_copy,
     .download = cpu_copy,
     .download_act = cpu_download_act,
     .host_alloc = cpu_alloc,

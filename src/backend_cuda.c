@@ -50,6 +50,11 @@ typedef struct cuda_backend {
     int32_t *tile_pairs;        /* host: (sequence, first query) of each, as the kernel reads them */
     int tiles_cap;
     cudaEvent_t fetched[2]; /* fetch_begin's copies, by slot */
+    /* fetch_begin's and upload_ahead's copies run on `copies`, beside the ops (so that a step's token download and
+     * its next sampling rows' upload are not on the path from one decode graph to the next); `ready` marks the ops
+     * a fetch copies after, `uploaded` the copies the ops after an upload_ahead wait for. */
+    cudaStream_t copies;
+    cudaEvent_t ready, uploaded;
 } cuda_backend;
 
 #define BLAS_WORKSPACE_BYTES (32u << 20) /* what cuBLAS recommends for Hopper */
@@ -109,6 +114,12 @@ static void cuda_destroy(backend *b)
     cudaFree(cb->blas_workspace);
     if (cb->stream)
         cudaStreamDestroy(cb->stream);
+    if (cb->copies)
+        cudaStreamDestroy(cb->copies);
+    if (cb->ready)
+        cudaEventDestroy(cb->ready);
+    if (cb->uploaded)
+        cudaEventDestroy(cb->uploaded);
     for (int i = 0; cb->marks && i < PROF_MARKS; i++)
         cudaEventDestroy(cb->marks[i]);
     free(cb->marks);
@@ -167,9 +178,24 @@ static void cuda_host_free(backend *b, void *p)
 static fk_status cuda_fetch_begin(backend *b, void *dst, const void *src, size_t bytes, int slot, fk_error *err)
 {
     cuda_backend *cb = cb_of(b);
+    if (!bytes) {
+        CUDA_OK(cudaEventRecord(cb->fetched[slot], cb->stream), "cudaEventRecord");
+        return FK_OK;
+    }
+    CUDA_OK(cudaEventRecord(cb->ready, cb->stream), "cudaEventRecord");
+    CUDA_OK(cudaStreamWaitEvent(cb->copies, cb->ready, 0), "cudaStreamWaitEvent");
+    CUDA_OK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, cb->copies), "fetch");
+    CUDA_OK(cudaEventRecord(cb->fetched[slot], cb->copies), "cudaEventRecord");
+    return FK_OK;
+}
+
+static fk_status cuda_upload_ahead(backend *b, void *dst, const void *src, size_t bytes, fk_error *err)
+{
+    cuda_backend *cb = cb_of(b);
     if (bytes)
-        CUDA_OK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, cb->stream), "fetch");
-    CUDA_OK(cudaEventRecord(cb->fetched[slot], cb->stream), "cudaEventRecord");
+        CUDA_OK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, cb->copies), "upload");
+    CUDA_OK(cudaEventRecord(cb->uploaded, cb->copies), "cudaEventRecord");
+    CUDA_OK(cudaStreamWaitEvent(cb->stream, cb->uploaded, 0), "cudaStreamWaitEvent");
     return FK_OK;
 }
 
@@ -710,6 +736,7 @@ static const backend_ops cuda_ops = {
     .alloc = cuda_alloc,
     .release = cuda_release,
     .upload = cuda_upload,
+    .upload_ahead = cuda_upload_ahead,
     .download = cuda_download,
     .download_act = cuda_download_act,
     .host_alloc = cuda_host_alloc,
@@ -828,7 +855,10 @@ fk_status backend_cuda_create(backend **out, fk_error *err)
         (e = cudaDeviceGetAttribute(&cb->n_sms, cudaDevAttrMultiProcessorCount, cb->device)) != cudaSuccess ||
         (e = cudaStreamCreateWithFlags(&cb->stream, cudaStreamNonBlocking)) != cudaSuccess ||
         (e = cudaEventCreateWithFlags(&cb->fetched[0], cudaEventDisableTiming)) != cudaSuccess ||
-        (e = cudaEventCreateWithFlags(&cb->fetched[1], cudaEventDisableTiming)) != cudaSuccess)
+        (e = cudaEventCreateWithFlags(&cb->fetched[1], cudaEventDisableTiming)) != cudaSuccess ||
+        (e = cudaStreamCreateWithFlags(&cb->copies, cudaStreamNonBlocking)) != cudaSuccess ||
+        (e = cudaEventCreateWithFlags(&cb->ready, cudaEventDisableTiming)) != cudaSuccess ||
+        (e = cudaEventCreateWithFlags(&cb->uploaded, cudaEventDisableTiming)) != cudaSuccess)
         s = cuda_fail(err, "device setup", e);
     else if ((e = cudaMalloc(&cb->blas_workspace, BLAS_WORKSPACE_BYTES)) != cudaSuccess)
         s = cuda_fail(err, "cuBLAS workspace", e);

@@ -529,7 +529,10 @@ fk_status model_sample_begin(fk_model *m, forward_ws *ws, const sample_row *rows
     const int slot = ws->slot;
     memcpy(ws->rows_host[slot], rows, (size_t)n_rows * sizeof *rows);
     fk_status s;
-    if ((s = be->ops->upload(be, ws->sample_rows, ws->rows_host[slot], (size_t)n_rows * sizeof *rows, err)) ||
+    /* The rows go up beside the pass (the copy waits only for the last sampling and its tokens' download, which
+     * must be done before this sampling overwrites ws->sample_rows and ws->tokens), so that the sampling starts as
+     * soon as the pass ends. */
+    if ((s = be->ops->upload_ahead(be, ws->sample_rows, ws->rows_host[slot], (size_t)n_rows * sizeof *rows, err)) ||
         (s = mark(m, ws, FK_OP_SAMPLING, err)) ||
         (s = be->ops->sample(be, ws->tokens, ws->logits, ws->sample_rows, n_rows, m->cfg.vocab_size, err)) ||
         (s = mark(m, ws, FK_OP_CLASSES, err)))

@@ -516,6 +516,38 @@ static void test_elementwise(void **state)
         gpu->ops->release(gpu, all[i]);
 }
 
+/* embed at widths that take each path: element by element (100: not whole 16-byte pieces), one batch of pieces per
+ * thread (2,048), several batches with a partial last one (6,152: 769 pieces), with and without learned positions. */
+static void test_embed_widths(void **state)
+{
+    (void)state;
+    const int widths[3] = {100, 2048, 6152}, n = 5, vocab = 37, n_pos = 11;
+    for (int wi = 0; wi < 3; wi++) {
+        const int d = widths[wi];
+        float *tok = rand_f16((size_t)vocab * d, -1, 1), *pos = rand_f16((size_t)n_pos * d, -1, 1);
+        float *want = malloc((size_t)n * d * sizeof *want), *got;
+        int32_t ids[5], positions[5];
+        for (int i = 0; i < n; i++)
+            ids[i] = (int32_t)tu_below(&rng, vocab), positions[i] = (int32_t)tu_below(&rng, n_pos);
+        void *dtok, *dpos, *dids = ints_to_gpu(ids, n), *dposi = ints_to_gpu(positions, n);
+        assert_int_equal(gpu->ops->upload_weight(gpu, tok, vocab, d, &dtok, NULL), FK_OK);
+        assert_int_equal(gpu->ops->upload_weight(gpu, pos, n_pos, d, &dpos, NULL), FK_OK);
+        for (int with_pos = 0; with_pos < 2; with_pos++) {
+            void *demb = poisoned((size_t)n * d);
+            assert_int_equal(cpu->ops->embed(cpu, want, tok, ids, with_pos ? pos : NULL, positions, n, d, NULL), FK_OK);
+            assert_int_equal(gpu->ops->embed(gpu, demb, dtok, dids, with_pos ? dpos : NULL, dposi, n, d, NULL), FK_OK);
+            got = from_gpu(demb, (size_t)n * d);
+            compare("embed", got, want, (size_t)n * d, 1e-3, 1e-3);
+            free(got);
+            gpu->ops->release(gpu, demb);
+        }
+        free(tok), free(pos), free(want);
+        void *all[] = {dtok, dpos, dids, dposi};
+        for (int i = 0; i < 4; i++)
+            gpu->ops->release(gpu, all[i]);
+    }
+}
+
 /* Sampling where the logits are: the CUDA sample op against the CPU's (sampler_pick) on random rows and values.
  * Greedy rows must agree exactly; a sampled row may differ only when float sums taken in another order put u on
  * the other side of a boundary, so at most 1% may. Both must pick a token the rule keeps. */
@@ -761,7 +793,8 @@ int main(void)
         cmocka_unit_test(test_quant_layout),    cmocka_unit_test(test_quant_linear),
         cmocka_unit_test(test_quant_linear_gelu), cmocka_unit_test(test_quant_linear_silu_mul),
         cmocka_unit_test(test_norms),
-        cmocka_unit_test(test_elementwise),     cmocka_unit_test(test_sample),
+        cmocka_unit_test(test_elementwise),     cmocka_unit_test(test_embed_widths),
+        cmocka_unit_test(test_sample),
         cmocka_unit_test(test_attention_prefill), cmocka_unit_test(test_attention_decode),
     };
     /* FK_TEST_FILTER=test_quant* runs only the matching tests (e.g. one per compute-sanitizer process). */
