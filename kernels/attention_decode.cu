@@ -7,6 +7,11 @@
 // online-softmax state (S = Q K^T and O += P V on mma.sync, fp16 in, fp32 accumulate), and the warps' states are
 // merged at the end. Per split the block stores its unnormalized output, max and sum; a second kernel merges the
 // splits. Turing (sm_75) has no cp.async: one stage, loaded synchronously, m16n8k8 (common.cuh).
+// With rope_store (a decode pass: k_attn_args) the kernel also does rope_store_kv.cu's work for the query token, so
+// that kernel and its launch boundary leave the layer: every block rotates its G query rows as it loads them, and the
+// block whose split holds the new key (the context's last) rotates that key, writes key and value straight into its
+// stage (its chunk loads skip that key, which is not in the cache yet) and into the cache at its end. The rotation
+// is rope_store_kv's arithmetic, rounded to fp16 where that kernel stores, so both paths give the same bits.
 #include "common.cuh"
 #include "kernels.h"
 
@@ -78,8 +83,9 @@ __global__ void __launch_bounds__(32 * WARPS) decode_split_kernel(k_attn_args a,
     __half *sq = smem, *stages = smem + L::q_halves;
     int32_t *table = reinterpret_cast<int32_t *>(stages + STAGES * L::stage_halves);
 
-    // The length, the token and the block table are the step's indices: read before the wait (common.cuh), while
-    // the previous kernel (RoPE and the KV store) finishes; the keys and the query only after it.
+    // The length, the token, the block table (and with rope_store the position and slot) are the step's indices:
+    // read before the wait (common.cuh), while the previous kernel (RoPE and the KV store, or with rope_store the QKV
+    // linear) finishes; the keys and the query only after it.
     const int split = blockIdx.x, kvh = blockIdx.y, seq = blockIdx.z;
     const int G = a.n_heads / a.n_kv_heads;
     const int ctx = a.context_len[seq], tok = a.query_start[seq];
@@ -91,28 +97,80 @@ __global__ void __launch_bounds__(32 * WARPS) decode_split_kernel(k_attn_args a,
         for (int i = threadIdx.x; i <= b1 - b0; i += THREADS)
             table[i] = blocks[b0 + i];
     }
+    // rope_store: thread i takes column pairs (c, c + 1) and (c + D/2, c + 1 + D/2), c = 2 (i % (D/4)), of the query
+    // rows (and, below D/4, of the new key and value); its angles, like the slot, need only the step's indices.
+    const int c = 2 * (threadIdx.x % (D / 4));
+    float cos0 = 1, sin0 = 0, cos1 = 1, sin1 = 0;
+    const bool rope = a.rope_store && a.inv_freq;
+    if (rope) {
+        const float pos = (float)a.positions[tok];
+        sincosf(pos * a.inv_freq[c], &sin0, &cos0);
+        sincosf(pos * a.inv_freq[c + 1], &sin1, &cos1);
+    }
+    // The rotation of one pair of column pairs, rounded to fp16 as rope_store_kv stores it.
+    auto rotate = [&](__half2 &lo, __half2 &hi) {
+        const float2 x = __half22float2(lo), y = __half22float2(hi);
+        lo = __floats2half2_rn(x.x * cos0 - y.x * sin0, x.y * cos1 - y.y * sin1);
+        hi = __floats2half2_rn(y.x * cos0 + x.x * sin0, y.y * cos1 + x.y * sin1);
+    };
+    const int new_key = ctx - 1; // the query's own key: this block's to store when its split holds it
+    const bool store_new = a.rope_store && k_begin <= new_key && new_key < k_end && threadIdx.x < D / 4;
+    const int new_slot = store_new ? a.slots[tok] : -1;
     pdl_wait();
     pdl_launch_dependents();
+    // The chunks' loads stop short of the new key where this block supplies it.
+    const int load_end = a.rope_store && k_begin <= new_key && new_key < k_end ? new_key : k_end;
     __syncthreads();
 
     // The first STAGES - 1 chunks start loading; a group is committed even when there is nothing left to load, so
     // "all but the newest STAGES - 1 groups are done" always means this iteration's chunk has arrived.
     const int n_chunks = (k_end - k_begin + CHUNK - 1) / CHUNK;
-    for (int c = 0; c < STAGES - 1; c++) {
-        if (c < n_chunks)
-            load_chunk<D, CHUNK, THREADS>(a, table, k_begin, kvh, k_begin + c * CHUNK, k_end,
-                                          stages + c * L::stage_halves);
+    for (int ch = 0; ch < STAGES - 1; ch++) {
+        if (ch < n_chunks)
+            load_chunk<D, CHUNK, THREADS>(a, table, k_begin, kvh, k_begin + ch * CHUNK, load_end,
+                                          stages + ch * L::stage_halves);
         else
             cp_async_commit();
     }
-    // Q: the G heads of this KV head as rows 0..G-1, pre-scaled by scale * log2(e); the other rows zero.
+    // Q: the G heads of this KV head as rows 0..G-1 (rotated first with rope_store), pre-scaled by scale * log2(e);
+    // the other rows zero. Thread i takes rows i / (D/4) + j THREADS / (D/4), j < QI. With the new key and value
+    // (rope_store), all loaded together after the chunks' first loads: one round trip. The new key and value go to
+    // the cache at the end (this block reads them from its stage; no other block of the pass reads them).
+    constexpr int QI = 16 * D / 4 / THREADS;
+    static_assert(QI * THREADS == 16 * D / 4, "a thread keeps its columns (and angles) across the rows");
     const float scale_log2 = a.scale * 1.4426950408889634f;
-    const __half *q = (const __half *)a.qkv + (size_t)tok * (a.n_heads + 2 * a.n_kv_heads) * D + (size_t)kvh * G * D;
-    for (int i = threadIdx.x; i < 16 * D / 2; i += THREADS) {
-        const int r = i / (D / 2), c = (i % (D / 2)) * 2;
-        const float2 v = r < G ? __half22float2(*reinterpret_cast<const __half2 *>(q + (size_t)r * D + c))
-                               : make_float2(0, 0);
-        *reinterpret_cast<__half2 *>(sq + r * STRIDE + c) = __floats2half2_rn(v.x * scale_log2, v.y * scale_log2);
+    const __half *row = (const __half *)a.qkv + (size_t)tok * (a.n_heads + 2 * a.n_kv_heads) * D;
+    const __half *q = row + (size_t)kvh * G * D;
+    __half2 q_lo[QI], q_hi[QI], new_k[2], new_v[2]; // new: columns (c, c + 1) and (c + D/2, c + 1 + D/2)
+#pragma unroll
+    for (int j = 0; j < QI; j++) {
+        const int r = (threadIdx.x + j * THREADS) / (D / 4);
+        q_lo[j] = q_hi[j] = __float2half2_rn(0.0f);
+        if (r < G) {
+            q_lo[j] = *reinterpret_cast<const __half2 *>(q + (size_t)r * D + c);
+            q_hi[j] = *reinterpret_cast<const __half2 *>(q + (size_t)r * D + c + D / 2);
+        }
+    }
+    if (store_new) {
+        const __half *k = row + (size_t)(a.n_heads + kvh) * D, *v = row + (size_t)(a.n_heads + a.n_kv_heads + kvh) * D;
+        new_k[0] = *reinterpret_cast<const __half2 *>(k + c);
+        new_k[1] = *reinterpret_cast<const __half2 *>(k + c + D / 2);
+        new_v[0] = *reinterpret_cast<const __half2 *>(v + c);
+        new_v[1] = *reinterpret_cast<const __half2 *>(v + c + D / 2);
+        if (rope)
+            rotate(new_k[0], new_k[1]);
+    }
+    auto scaled = [&](__half2 h) {
+        const float2 v = __half22float2(h);
+        return __floats2half2_rn(v.x * scale_log2, v.y * scale_log2);
+    };
+#pragma unroll
+    for (int j = 0; j < QI; j++) {
+        const int r = (threadIdx.x + j * THREADS) / (D / 4);
+        if (rope && r < G)
+            rotate(q_lo[j], q_hi[j]);
+        *reinterpret_cast<__half2 *>(sq + r * STRIDE + c) = scaled(q_lo[j]);
+        *reinterpret_cast<__half2 *>(sq + r * STRIDE + c + D / 2) = scaled(q_hi[j]);
     }
     __syncthreads();
     uint32_t qf[D / 16][4];
@@ -130,11 +188,19 @@ __global__ void __launch_bounds__(32 * WARPS) decode_split_kernel(k_attn_args a,
         const int c0 = k_begin + ch * CHUNK;
         const int next = ch + STAGES - 1; // into the stage chunk ch - 1 used, which every warp is done with
         if (next < n_chunks)
-            load_chunk<D, CHUNK, THREADS>(a, table, k_begin, kvh, k_begin + next * CHUNK, k_end,
+            load_chunk<D, CHUNK, THREADS>(a, table, k_begin, kvh, k_begin + next * CHUNK, load_end,
                                           stages + (next % STAGES) * L::stage_halves);
         else
             cp_async_commit();
         cp_async_wait<STAGES - 1>();
+        const bool new_here = load_end < k_end && c0 <= new_key && new_key < c0 + CHUNK;
+        if (STAGES == 1 && new_here)
+            __syncthreads(); // one stage: the zeros of the new key's row were written just now, by other threads
+        if (store_new && new_here) { // the new key's row, zeroed by its load
+            __half *sk = stages + (ch % STAGES) * L::stage_halves + (new_key - c0) * STRIDE, *sv = sk + CHUNK * STRIDE;
+            *reinterpret_cast<__half2 *>(sk + c) = new_k[0], *reinterpret_cast<__half2 *>(sk + c + D / 2) = new_k[1];
+            *reinterpret_cast<__half2 *>(sv + c) = new_v[0], *reinterpret_cast<__half2 *>(sv + c + D / 2) = new_v[1];
+        }
         __syncthreads();
         const __half *sk = stages + (ch % STAGES) * L::stage_halves + warp * 16 * STRIDE; // this warp's 16 keys
         const __half *sv = sk + CHUNK * STRIDE;
@@ -241,6 +307,13 @@ __global__ void __launch_bounds__(32 * WARPS) decode_split_kernel(k_attn_args a,
             if (d == 0)
                 part[D] = mx == -INFINITY ? -INFINITY : mx * ln2, part[D + 1] = den;
         }
+    }
+    if (store_new && new_slot >= 0) {
+        const size_t at =
+            (((size_t)(new_slot / a.block_size) * a.n_kv_heads + kvh) * a.block_size + new_slot % a.block_size) * D;
+        __half *kc = (__half *)a.k_cache + at, *vc = (__half *)a.v_cache + at;
+        *reinterpret_cast<__half2 *>(kc + c) = new_k[0], *reinterpret_cast<__half2 *>(kc + c + D / 2) = new_k[1];
+        *reinterpret_cast<__half2 *>(vc + c) = new_v[0], *reinterpret_cast<__half2 *>(vc + c + D / 2) = new_v[1];
     }
 }
 

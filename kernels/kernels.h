@@ -46,6 +46,14 @@ typedef struct k_attn_args {
     const int32_t *block_tables; /* [n_seqs][max_blocks] */
     int n_seqs, max_blocks, n_heads, n_kv_heads, head_dim, block_size;
     float scale;
+    /* k_attention_decode only, when rope_store is set: the qkv rows are as the QKV linear wrote them, and the kernel
+     * also does k_rope_store_kv's work for each sequence's query token (RoPE on its q and k with positions and
+     * inv_freq, none where inv_freq is NULL; its k and v into the cache at slots[token]), leaving the rows as they
+     * were. */
+    int rope_store;
+    const int32_t *positions; /* [n_tokens] */
+    const float *inv_freq;    /* [head_dim / 2] or NULL */
+    const int32_t *slots;     /* [n_tokens] */
 } k_attn_args;
 
 /* Causal attention for prefill chunks (any number of queries per sequence), on tensor cores. tiles[n_tiles]:

@@ -139,6 +139,13 @@ typedef struct backend_ops {
     fk_status (*attention)(backend *b, void *out, const void *qkv, const kv_pool *kv, const attn_batch *batch,
                            int n_heads, float scale, fk_error *err);
 
+    /* rope_store_kv on the batch's n_tokens rows, then attention, as one op that the backend may fuse (the CUDA
+     * backend does where every sequence has one query): out and the cache as those two give them; qkv's q and k may
+     * be left unrotated. */
+    fk_status (*attention_rope)(backend *b, void *out, void *qkv, const int32_t *positions, const float *inv_freq,
+                                const int32_t *slot_mapping, const kv_pool *kv, const attn_batch *batch, int n_heads,
+                                float scale, fk_error *err);
+
     /* out[n][f] = silu(x W_gate^T + b_gate) * (x W_up^T + b_up) with W = [gate | up] [2f][in] and bias [2f] (or
      * NULL): Llama's gate/up projection with SwiGLU's activation fused in. scratch holds n * 2f act elements the
      * backend may use for the projection before the activation. */

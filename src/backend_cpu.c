@@ -416,6 +416,15 @@ static fk_status cpu_attention(backend *b, void *out, const void *qkv, const kv_
     return FK_OK;
 }
 
+/* The two ops in turn: the oracle of the CUDA backend's fused decode path. */
+static fk_status cpu_attention_rope(backend *b, void *out, void *qkv, const int32_t *positions, const float *inv_freq,
+                                    const int32_t *slot_mapping, const kv_pool *kv, const attn_batch *ab, int n_heads,
+                                    float scale, fk_error *err)
+{
+    fk_status s = cpu_rope_store_kv(b, qkv, positions, inv_freq, slot_mapping, kv, ab->n_tokens, n_heads, err);
+    return s ? s : cpu_attention(b, out, qkv, kv, ab, n_heads, scale, err);
+}
+
 static size_t cpu_attention_scratch_bytes(const backend *b, int max_tokens, int max_seqs, int n_heads,
                                           int n_kv_heads, int head_dim)
 {
@@ -546,6 +555,7 @@ static const backend_ops cpu_ops = {
     .rope_store_kv = cpu_rope_store_kv,
     .attention_scratch_bytes = cpu_attention_scratch_bytes,
     .attention = cpu_attention,
+    .attention_rope = cpu_attention_rope,
     .linear_silu_mul = cpu_linear_silu_mul,
     .linear_gelu = cpu_linear_gelu,
     .gather_rows = cpu_gather_rows,

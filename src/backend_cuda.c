@@ -589,6 +589,37 @@ static fk_status prefill_attention(cuda_backend *cb, const k_attn_args *args, co
     return launched(k_attention_prefill(args, dev_tiles, n_tiles, rows, cb->stream), "attention_prefill", err);
 }
 
+/* The kernels' view of one attention call. */
+static k_attn_args attn_args(void *out, const void *qkv, const kv_pool *kv, const attn_batch *ab, int n_heads,
+                             float scale)
+{
+    return (k_attn_args){.out = out,
+                         .qkv = qkv,
+                         .k_cache = kv->k,
+                         .v_cache = kv->v,
+                         .query_start = ab->query_start,
+                         .context_len = ab->context_len,
+                         .block_tables = ab->block_tables,
+                         .n_seqs = ab->n_seqs,
+                         .max_blocks = ab->max_blocks,
+                         .n_heads = n_heads,
+                         .n_kv_heads = kv->n_kv_heads,
+                         .head_dim = kv->head_dim,
+                         .block_size = kv->block_size,
+                         .scale = scale};
+}
+
+/* The leading sequences of ab with one query each that the decode kernel takes: none where the query heads per KV
+ * head exceed its one MMA tile. */
+static int decode_seqs(const attn_batch *ab, int n_heads, int n_kv_heads)
+{
+    int n_dec = 0;
+    while (n_heads / n_kv_heads <= 16 && n_dec < ab->n_seqs &&
+           ab->query_start_host[n_dec + 1] - ab->query_start_host[n_dec] == 1)
+        n_dec++;
+    return n_dec;
+}
+
 /* Sequences with one query (decodes, and one-token chunks, which are the same computation) go to the decode kernel
  * when they lead the batch, as the scheduler puts them; the rest to the prefill kernel, whose tiles would otherwise
  * spend a whole tile on each of them. */
@@ -596,26 +627,10 @@ static fk_status cuda_attention(backend *b, void *out, const void *qkv, const kv
                                 int n_heads, float scale, fk_error *err)
 {
     cuda_backend *cb = cb_of(b);
-    const k_attn_args args = {.out = out,
-                              .qkv = qkv,
-                              .k_cache = kv->k,
-                              .v_cache = kv->v,
-                              .query_start = ab->query_start,
-                              .context_len = ab->context_len,
-                              .block_tables = ab->block_tables,
-                              .n_seqs = ab->n_seqs,
-                              .max_blocks = ab->max_blocks,
-                              .n_heads = n_heads,
-                              .n_kv_heads = kv->n_kv_heads,
-                              .head_dim = kv->head_dim,
-                              .block_size = kv->block_size,
-                              .scale = scale};
+    const k_attn_args args = attn_args(out, qkv, kv, ab, n_heads, scale);
     if (kv->head_dim != 64 && kv->head_dim != 128)
         return fk_error_set(err, FK_ERR_UNSUPPORTED, "cuda attention: head_dim %d (supported: 64, 128)", kv->head_dim);
-    int n_dec = 0; /* the leading sequences of one query; none where the query heads per KV head exceed one MMA tile */
-    while (n_heads / kv->n_kv_heads <= 16 && n_dec < ab->n_seqs &&
-           ab->query_start_host[n_dec + 1] - ab->query_start_host[n_dec] == 1)
-        n_dec++;
+    const int n_dec = decode_seqs(ab, n_heads, kv->n_kv_heads);
     if (n_dec == ab->n_seqs) /* planned from max_context alone, so that a graph replays the same launch */
         return decode_attention(cb, &args, n_dec, ab->max_context, ab->scratch, err);
     size_t tiles_at = 0;
@@ -630,6 +645,24 @@ static fk_status cuda_attention(backend *b, void *out, const void *qkv, const kv
                    16 * 16;
     }
     return prefill_attention(cb, &args, ab, n_dec, (int32_t *)((char *)ab->scratch + tiles_at), err);
+}
+
+/* Where every sequence has one query (a decode pass), the decode kernel does the RoPE and the KV store itself
+ * (k_attn_args.rope_store: one kernel and its launch boundary fewer per layer); otherwise the two ops. */
+static fk_status cuda_attention_rope(backend *b, void *out, void *qkv, const int32_t *positions, const float *inv_freq,
+                                     const int32_t *slot_mapping, const kv_pool *kv, const attn_batch *ab, int n_heads,
+                                     float scale, fk_error *err)
+{
+    cuda_backend *cb = cb_of(b);
+    if (kv->head_dim != 64 && kv->head_dim != 128)
+        return fk_error_set(err, FK_ERR_UNSUPPORTED, "cuda attention: head_dim %d (supported: 64, 128)", kv->head_dim);
+    if (decode_seqs(ab, n_heads, kv->n_kv_heads) != ab->n_seqs) {
+        fk_status s = cuda_rope_store_kv(b, qkv, positions, inv_freq, slot_mapping, kv, ab->n_tokens, n_heads, err);
+        return s ? s : cuda_attention(b, out, qkv, kv, ab, n_heads, scale, err);
+    }
+    k_attn_args args = attn_args(out, qkv, kv, ab, n_heads, scale);
+    args.rope_store = 1, args.positions = positions, args.inv_freq = inv_freq, args.slots = slot_mapping;
+    return decode_attention(cb, &args, ab->n_seqs, ab->max_context, ab->scratch, err);
 }
 
 static fk_status cuda_gather_rows(backend *b, void *out, const void *x, const int32_t *rows, int m, int d,
@@ -753,6 +786,7 @@ static const backend_ops cuda_ops = {
     .rope_store_kv = cuda_rope_store_kv,
     .attention_scratch_bytes = cuda_attention_scratch_bytes,
     .attention = cuda_attention,
+    .attention_rope = cuda_attention_rope,
     .linear_silu_mul = cuda_linear_silu_mul,
     .linear_gelu = cuda_linear_gelu,
     .gather_rows = cuda_gather_rows,

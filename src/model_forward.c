@@ -235,10 +235,10 @@ static bool all_rows_in_order(const batch *b)
     return true;
 }
 
-/* Layer i up to its attention, on n tokens: residual += sublayer_out (if any), normed = norm1(residual), qkv, RoPE
- * and the KV store. */
+/* Layer i up to its attention, on n tokens: residual += sublayer_out (if any), normed = norm1(residual), qkv, and
+ * unless the attention does them (`rope` false), RoPE and the KV store. */
 static fk_status layer_in(fk_model *m, forward_ws *ws, const kv_cache *kv, int i, int n, const void *sublayer_out,
-                          fk_error *err)
+                          bool rope, fk_error *err)
 {
     backend *be = m->be;
     const model_config *c = &m->cfg;
@@ -248,22 +248,27 @@ static fk_status layer_in(fk_model *m, forward_ws *ws, const kv_cache *kv, int i
     if ((s = add_norm(m, ws, ws->normed, ws->residual, sublayer_out, l->norm1_w, l->norm1_b, n, err)) ||
         (s = mark(m, ws, FK_OP_LINEAR, err)) ||
         (s = be->ops->linear(be, ws->qkv, ws->normed, &l->qkv_w, l->qkv_b, n, c->hidden_size, qkv_dim, err)) ||
-        (s = mark(m, ws, FK_OP_OTHER, err)))
+        (rope && (s = mark(m, ws, FK_OP_OTHER, err))))
         return fk_error_prefix(err, s, "layer %d: ", i);
-    s = be->ops->rope_store_kv(be, ws->qkv, ws->positions, m->w.rope_inv_freq, ws->slots, &kv->layers[i], n,
-                               c->n_heads, err);
+    s = rope ? be->ops->rope_store_kv(be, ws->qkv, ws->positions, m->w.rope_inv_freq, ws->slots, &kv->layers[i], n,
+                                      c->n_heads, err)
+             : FK_OK;
     return s ? fk_error_prefix(err, s, "layer %d: ", i) : FK_OK;
 }
 
-/* Layer i's attention, over the batch's sequences (ab: the real token count, never padded). */
+/* Layer i's attention, over the batch's sequences (ab: the real token count, never padded); with `rope`, RoPE and
+ * the KV store of the batch's tokens too, in the same op. */
 static fk_status layer_attention(fk_model *m, forward_ws *ws, const kv_cache *kv, int i, const attn_batch *ab,
-                                 fk_error *err)
+                                 bool rope, fk_error *err)
 {
     backend *be = m->be;
+    const float scale = attention_scale(&m->cfg, i);
     fk_status s = mark(m, ws, FK_OP_ATTENTION, err);
-    if (!s)
-        s = be->ops->attention(be, ws->attn, ws->qkv, &kv->layers[i], ab, m->cfg.n_heads, attention_scale(&m->cfg, i),
-                               err);
+    if (!s && rope)
+        s = be->ops->attention_rope(be, ws->attn, ws->qkv, ws->positions, m->w.rope_inv_freq, ws->slots,
+                                    &kv->layers[i], ab, m->cfg.n_heads, scale, err);
+    else if (!s)
+        s = be->ops->attention(be, ws->attn, ws->qkv, &kv->layers[i], ab, m->cfg.n_heads, scale, err);
     return s ? fk_error_prefix(err, s, "layer %d: ", i) : FK_OK;
 }
 
@@ -324,10 +329,13 @@ static fk_status run_layers(fk_model *m, forward_ws *ws, const kv_cache *kv, con
                             fk_error *err)
 {
     const int n = b->n_tokens;
+    /* A decode pass (one token per sequence): the attention op takes RoPE and the KV store along (the CUDA backend
+     * fuses them into its decode kernel). */
+    const bool rope_in_attention = n == b->n_seqs;
     fk_status s = embed(m, ws, n, err);
     for (int i = 0; !s && i < m->cfg.n_layers; i++)
-        if (!(s = layer_in(m, ws, kv, i, n, i ? ws->proj : NULL, err)) &&
-            !(s = layer_attention(m, ws, kv, i, ab, err)))
+        if (!(s = layer_in(m, ws, kv, i, n, i ? ws->proj : NULL, !rope_in_attention, err)) &&
+            !(s = layer_attention(m, ws, kv, i, ab, rope_in_attention, err)))
             s = layer_out(m, ws, i, n, err);
     if (s)
         return s;
@@ -343,7 +351,7 @@ static fk_status piece_ops(fk_model *m, forward_ws *ws, const kv_cache *kv, int 
     fk_status s = p == 0 ? embed(m, ws, n, err) : layer_out(m, ws, p - 1, n, err);
     if (s)
         return s;
-    return p < L ? layer_in(m, ws, kv, p, n, p ? ws->proj : NULL, err) : final_norm(m, ws, n, err);
+    return p < L ? layer_in(m, ws, kv, p, n, p ? ws->proj : NULL, true, err) : final_norm(m, ws, n, err);
 }
 
 /* Ends the capture begun before the ops that returned `ran`: *graph, or NULL and the first error. */
@@ -413,7 +421,8 @@ static fk_status run_pieces(fk_model *m, forward_ws *ws, const kv_cache *kv, con
         if (!*graph && (s = record_piece(m, ws, kv, p, padded, graph, err)))
             return s;
         ws->launches++;
-        if ((s = be->ops->graph_launch(be, *graph, err)) || (p < L && (s = layer_attention(m, ws, kv, p, ab, err))))
+        if ((s = be->ops->graph_launch(be, *graph, err)) ||
+            (p < L && (s = layer_attention(m, ws, kv, p, ab, false, err))))
             return s;
     }
     return b->n_logits ? lm_head(m, ws, b, err) : FK_OK;

@@ -606,8 +606,12 @@ static void test_sample(void **state)
 }
 
 /* A paged-attention batch: per sequence a query count and a context length. Sets up both backends' caches
- * with the same random K/V through rope_store_kv, then runs attention on both and compares. */
-static void attention_case(int n_seqs, const int *nq, const int *ctx, int H, int Hkv, int D, int B, bool rope)
+ * with the same random K/V through rope_store_kv, then runs attention on both and compares. With `op_rope` the
+ * caches hold only the positions before the queries, and the step's qkv rows go to attention_rope unrotated, which
+ * stores them (the CPU's is rope_store_kv then attention; the CUDA backend fuses the two for one-query batches): its
+ * output and the queries' cached K/V are compared. */
+static void attention_case(int n_seqs, const int *nq, const int *ctx, int H, int Hkv, int D, int B, bool rope,
+                           bool op_rope)
 {
     int max_blocks = 0, total_blocks = 0, n_tok = 0, qs[65] = {0};
     for (int s = 0; s < n_seqs; s++) {
@@ -638,11 +642,25 @@ static void attention_case(int n_seqs, const int *nq, const int *ctx, int H, int
         total_ctx += ctx[s];
     float *fill = rand_f16((size_t)total_ctx * row, -1, 1);
     int32_t *fpos = malloc((size_t)total_ctx * 4), *fslot = malloc((size_t)total_ctx * 4);
-    for (int s = 0, t = 0; s < n_seqs; s++)
+    int32_t *qpos = malloc((size_t)n_tok * 4), *qslot = malloc((size_t)n_tok * 4); /* the queries' (op_rope) */
+    for (int s = 0, t = 0, q = 0; s < n_seqs; s++)
         for (int p = 0; p < ctx[s]; p++, t++) {
+            const bool query = p >= ctx[s] - nq[s];
             fpos[t] = p;
-            fslot[t] = tables[s * max_blocks + p / B] * B + p % B;
+            fslot[t] = op_rope && query ? -1 : tables[s * max_blocks + p / B] * B + p % B;
+            if (query)
+                qpos[q] = p, qslot[q++] = tables[s * max_blocks + p / B] * B + p % B;
         }
+    /* The queries: the last nq[s] positions of each sequence, as the qkv rows of this step (rotated by the fill
+     * below unless op_rope). */
+    float *qkv = malloc((size_t)n_tok * row * 4);
+    const float *rows_from = fill;
+    float *raw = NULL;
+    if (op_rope) {
+        raw = malloc((size_t)total_ctx * row * 4);
+        memcpy(raw, fill, (size_t)total_ctx * row * 4);
+        rows_from = raw;
+    }
     float inv_freq[64];
     for (int i = 0; i < D / 2; i++)
         inv_freq[i] = powf(10000.0f, -2.0f * i / D);
@@ -668,18 +686,16 @@ static void attention_case(int n_seqs, const int *nq, const int *ctx, int H, int
     }
     float *got_k = from_gpu(gkv.k, pool_n);
     for (int s = 0; s < n_seqs; s++)
-        for (int p = 0; p < ctx[s]; p++)
+        for (int p = 0; p < ctx[s] - (op_rope ? nq[s] : 0); p++)
             for (int h = 0; h < Hkv; h++) {
                 const size_t at = (((size_t)tables[s * max_blocks + p / B] * Hkv + h) * B + p % B) * D;
                 compare("k cache", got_k + at, (const float *)ckv.k + at, D, 2e-3, 2e-3);
             }
     free(got_k);
 
-    /* The queries: the last nq[s] positions of each sequence, as the qkv rows of this step. */
-    float *qkv = malloc((size_t)n_tok * row * 4);
     for (int s = 0, t = 0, f = 0; s < n_seqs; f += ctx[s], s++)
         for (int i = 0; i < nq[s]; i++, t++) {
-            const float *src = fill + (size_t)(f + ctx[s] - nq[s] + i) * row;
+            const float *src = rows_from + (size_t)(f + ctx[s] - nq[s] + i) * row;
             for (size_t e = 0; e < row; e++)
                 qkv[(size_t)t * row + e] = fp16_to_f32(f32_to_fp16(src[e]));
         }
@@ -704,19 +720,42 @@ static void attention_case(int n_seqs, const int *nq, const int *ctx, int H, int
     gab.query_start = dqs, gab.context_len = dctx, gab.block_tables = dtables, gab.scratch = scratch;
     float *want = malloc((size_t)n_tok * H * D * 4);
     const float scale = 1.0f / sqrtf((float)D);
-    assert_int_equal(cpu->ops->attention(cpu, want, qkv, &ckv, &cab, H, scale, NULL), FK_OK);
     fk_error err = {0};
-    if (gpu->ops->attention(gpu, dout, dqkv, &gkv, &gab, H, scale, &err))
-        fail_msg("%s", err.message);
+    void *dqpos = ints_to_gpu(qpos, n_tok), *dqslot = ints_to_gpu(qslot, n_tok);
+    if (op_rope) {
+        assert_int_equal(cpu->ops->attention_rope(cpu, want, qkv, qpos, rope ? inv_freq : NULL, qslot, &ckv, &cab, H,
+                                                  scale, NULL),
+                         FK_OK);
+        if (gpu->ops->attention_rope(gpu, dout, dqkv, dqpos, rope ? dinv : NULL, dqslot, &gkv, &gab, H, scale, &err))
+            fail_msg("%s", err.message);
+        /* The queries' K and V as the op stored them (the CPU's rounded to fp16 as the GPU's are). */
+        float *got_kv[2] = {from_gpu(gkv.k, pool_n), from_gpu(gkv.v, pool_n)};
+        const float *want_kv[2] = {ckv.k, ckv.v};
+        for (int q = 0; q < n_tok; q++)
+            for (int h = 0; h < Hkv; h++)
+                for (int kv = 0; kv < 2; kv++) {
+                    const size_t at = (((size_t)(qslot[q] / B) * Hkv + h) * B + qslot[q] % B) * D;
+                    float rounded[128];
+                    for (int e = 0; e < D; e++)
+                        rounded[e] = fp16_to_f32(f32_to_fp16(want_kv[kv][at + e]));
+                    compare(kv ? "v cache (stored by the op)" : "k cache (stored by the op)", got_kv[kv] + at, rounded,
+                            D, 2e-3, 2e-3);
+                }
+        free(got_kv[0]), free(got_kv[1]);
+    } else {
+        assert_int_equal(cpu->ops->attention(cpu, want, qkv, &ckv, &cab, H, scale, NULL), FK_OK);
+        if (gpu->ops->attention(gpu, dout, dqkv, &gkv, &gab, H, scale, &err))
+            fail_msg("%s", err.message);
+    }
     float *got = from_gpu(dout, (size_t)n_tok * H * D);
     /* Outputs are convex combinations of V rows in [-1, 1]; P is rounded to fp16 on tensor cores. */
     double worst = compare("attention", got, want, (size_t)n_tok * H * D, 4e-3, 4e-3);
-    printf("attention %d seqs (nq %d.., ctx %d..), H %d Hkv %d D %d B %d: max error %.2g\n", n_seqs, nq[0], ctx[0], H,
-           Hkv, D, B, worst);
-    free(perm), free(tables), free(fill), free(fpos), free(fslot), free(qkv), free(want), free(got);
-    free(ckv.k), free(ckv.v);
-    void *all[] = {gkv.k, gkv.v, dfill, dfpos, dfslot, dinv, dqkv, dout, dqs, dctx, dtables, scratch};
-    for (int i = 0; i < 12; i++)
+    printf("attention%s %d seqs (nq %d.., ctx %d..), H %d Hkv %d D %d B %d: max error %.2g\n",
+           op_rope ? " with RoPE and the KV store" : "", n_seqs, nq[0], ctx[0], H, Hkv, D, B, worst);
+    free(perm), free(tables), free(fill), free(raw), free(fpos), free(fslot), free(qpos), free(qslot), free(qkv);
+    free(want), free(got), free(ckv.k), free(ckv.v);
+    void *all[] = {gkv.k, gkv.v, dfill, dfpos, dfslot, dinv, dqkv, dout, dqs, dctx, dtables, scratch, dqpos, dqslot};
+    for (int i = 0; i < 14; i++)
         if (all[i])
             gpu->ops->release(gpu, all[i]);
 }
@@ -740,44 +779,53 @@ static void test_attention_prefill(void **state)
                 const int D = dims[di], Hkv = 2, H = Hkv * groups[gi];
                 /* whole prompts at block boundaries +-1, a 1-token prompt, a chunk after cached context, long ones */
                 int nq[8] = {15, 16, 17, 1, 40, 200, 128, 257}, ctx[8] = {15, 16, 17, 1, 95, 200, 128, 257};
-                attention_case(8, nq, ctx, H, Hkv, D, 16, true);
+                attention_case(8, nq, ctx, H, Hkv, D, 16, true, false);
             }
         int nq[2] = {130, 3}, ctx[2] = {700, 3}; /* a chunk deep into a long context; odd block size; no rope */
-        attention_case(2, nq, ctx, 8, 8, 64, 5, false);
+        attention_case(2, nq, ctx, 8, 8, 64, 5, false, false);
         int nq2[3] = {129, 64, 300}, ctx2[3] = {1000, 191, 429}; /* chunks whose tiles straddle key tiles */
-        attention_case(3, nq2, ctx2, 16, 4, 128, 16, true);
+        attention_case(3, nq2, ctx2, 16, 4, 128, 16, true, false);
         /* a mixed step: leading decodes (one with several splits) go to the decode kernel, the rest (a trailing
          * one-query sequence too) to the prefill kernel */
         int nq3[6] = {1, 1, 1, 40, 130, 1}, ctx3[6] = {50, 300, 3000, 95, 130, 17};
-        attention_case(6, nq3, ctx3, 16, 4, 128, 16, true);
-        attention_case(6, nq3, ctx3, 8, 8, 64, 16, true);
+        attention_case(6, nq3, ctx3, 16, 4, 128, 16, true, false);
+        attention_case(6, nq3, ctx3, 8, 8, 64, 16, true, false);
+        /* attention_rope on a mixed step: the CUDA backend's two ops, not its fused decode kernel */
+        attention_case(6, nq3, ctx3, 16, 4, 128, 16, true, true);
         gpu->ops->destroy(gpu);
     }
     gpu = shared;
 }
 
+/* Every case twice: attention after rope_store_kv, and attention_rope on the unrotated rows (the decode kernel with
+ * the RoPE and the KV store fused in; the new key alone in its context, at a block's first and last slot, at a
+ * 128-key chunk's first row, in the last of several splits). */
 static void test_attention_decode(void **state)
 {
     (void)state;
-    const int dims[2] = {64, 128}, groups[3] = {1, 4, 8};
-    for (int di = 0; di < 2; di++)
-        for (int gi = 0; gi < 3; gi++) {
-            const int D = dims[di], Hkv = 2, H = Hkv * groups[gi];
-            int nq[5] = {1, 1, 1, 1, 1}, ctx[5] = {1, 16, 17, 511, 3000}; /* 3000: several splits */
-            attention_case(5, nq, ctx, H, Hkv, D, 16, true);
-        }
-    int nq[1] = {1}, ctx[1] = {4097}; /* one long sequence: many splits to fill the GPU */
-    attention_case(1, nq, ctx, 32, 8, 128, 16, true);
-    int nq3[3] = {1, 1, 1}, ctx3[3] = {65, 300, 1000}; /* groups of 6 and 16 query heads per KV head */
-    attention_case(3, nq3, ctx3, 12, 2, 128, 16, true);
-    attention_case(3, nq3, ctx3, 16, 1, 64, 16, true);
-    /* Many (sequence, KV head) pairs of short contexts, the kernel's 4-warp blocks on GPUs of up to ~170 SMs: 64 x 8
-     * pairs at head dim 64, 64 x 32 at 128. */
-    int nq64[64], ctx64[64];
-    for (int s = 0; s < 64; s++)
-        nq64[s] = 1, ctx64[s] = 1 + (int)tu_below(&rng, 300);
-    attention_case(64, nq64, ctx64, 32, 8, 64, 16, true);
-    attention_case(64, nq64, ctx64, 32, 32, 128, 16, true);
+    for (int op_rope = 0; op_rope <= 1; op_rope++) {
+        const int dims[2] = {64, 128}, groups[3] = {1, 4, 8};
+        for (int di = 0; di < 2; di++)
+            for (int gi = 0; gi < 3; gi++) {
+                const int D = dims[di], Hkv = 2, H = Hkv * groups[gi];
+                int nq[6] = {1, 1, 1, 1, 1, 1}, ctx[6] = {1, 16, 17, 511, 3000, 129}; /* 3000: several splits */
+                attention_case(6, nq, ctx, H, Hkv, D, 16, true, op_rope);
+            }
+        int nq[1] = {1}, ctx[1] = {4097}; /* one long sequence: many splits to fill the GPU */
+        attention_case(1, nq, ctx, 32, 8, 128, 16, true, op_rope);
+        int nq3[3] = {1, 1, 1}, ctx3[3] = {65, 300, 1000}; /* groups of 6 and 16 query heads per KV head */
+        attention_case(3, nq3, ctx3, 12, 2, 128, 16, true, op_rope);
+        attention_case(3, nq3, ctx3, 16, 1, 64, 16, true, op_rope);
+        int nq5[3] = {1, 1, 1}, ctx5[3] = {7, 700, 64}; /* no RoPE (GPT-2), an odd block size */
+        attention_case(3, nq5, ctx5, 8, 8, 64, 5, false, op_rope);
+        /* Many (sequence, KV head) pairs of short contexts, the kernel's 4-warp blocks on GPUs of up to ~170 SMs: 64 x
+         * 8 pairs at head dim 64, 64 x 32 at 128. */
+        int nq64[64], ctx64[64];
+        for (int s = 0; s < 64; s++)
+            nq64[s] = 1, ctx64[s] = 1 + (int)tu_below(&rng, 300);
+        attention_case(64, nq64, ctx64, 32, 8, 64, 16, true, op_rope);
+        attention_case(64, nq64, ctx64, 32, 32, 128, 16, true, op_rope);
+    }
 }
 
 int main(void)
