@@ -139,8 +139,8 @@ __global__ void __launch_bounds__(32 * WARPS) decode_split_kernel(k_attn_args a,
     constexpr int QI = 16 * D / 4 / THREADS;
     static_assert(QI * THREADS == 16 * D / 4, "a thread keeps its columns (and angles) across the rows");
     const float scale_log2 = a.scale * 1.4426950408889634f;
-    const __half *row = (const __half *)a.qkv + (size_t)tok * (a.n_heads + 2 * a.n_kv_heads) * D;
-    const __half *q = row + (size_t)kvh * G * D;
+    const __half *token_row = (const __half *)a.qkv + (size_t)tok * (a.n_heads + 2 * a.n_kv_heads) * D;
+    const __half *q = token_row + (size_t)kvh * G * D;
     __half2 q_lo[QI], q_hi[QI], new_k[2], new_v[2]; // new: columns (c, c + 1) and (c + D/2, c + 1 + D/2)
 #pragma unroll
     for (int j = 0; j < QI; j++) {
@@ -152,7 +152,8 @@ __global__ void __launch_bounds__(32 * WARPS) decode_split_kernel(k_attn_args a,
         }
     }
     if (store_new) {
-        const __half *k = row + (size_t)(a.n_heads + kvh) * D, *v = row + (size_t)(a.n_heads + a.n_kv_heads + kvh) * D;
+        const __half *k = token_row + (size_t)(a.n_heads + kvh) * D;
+        const __half *v = token_row + (size_t)(a.n_heads + a.n_kv_heads + kvh) * D;
         new_k[0] = *reinterpret_cast<const __half2 *>(k + c);
         new_k[1] = *reinterpret_cast<const __half2 *>(k + c + D / 2);
         new_v[0] = *reinterpret_cast<const __half2 *>(v + c);
