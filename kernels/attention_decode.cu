@@ -11,7 +11,8 @@
 // that kernel and its launch boundary leave the layer: every block rotates its G query rows as it loads them, and the
 // block whose split holds the new key (the context's last) rotates that key, writes key and value straight into its
 // stage (its chunk loads skip that key, which is not in the cache yet) and into the cache at its end. The rotation
-// is rope_store_kv's arithmetic, rounded to fp16 where that kernel stores, so both paths give the same bits.
+// is rope_store_kv's arithmetic, rounded to fp16 where that kernel stores, so both paths give the same bits. Its
+// first chunks also start loading before the PDL wait (the keys they read are earlier passes').
 #include "common.cuh"
 #include "kernels.h"
 
@@ -85,7 +86,7 @@ __global__ void __launch_bounds__(32 * WARPS) decode_split_kernel(k_attn_args a,
 
     // The length, the token, the block table (and with rope_store the position and slot) are the step's indices:
     // read before the wait (common.cuh), while the previous kernel (RoPE and the KV store, or with rope_store the QKV
-    // linear) finishes; the keys and the query only after it.
+    // linear) finishes; the query after it, and the keys too unless with rope_store (below).
     const int split = blockIdx.x, kvh = blockIdx.y, seq = blockIdx.z;
     const int G = a.n_heads / a.n_kv_heads;
     const int ctx = a.context_len[seq], tok = a.query_start[seq];
@@ -116,22 +117,31 @@ __global__ void __launch_bounds__(32 * WARPS) decode_split_kernel(k_attn_args a,
     const int new_key = ctx - 1; // the query's own key: this block's to store when its split holds it
     const bool store_new = a.rope_store && k_begin <= new_key && new_key < k_end && threadIdx.x < D / 4;
     const int new_slot = store_new ? a.slots[tok] : -1;
-    pdl_wait();
-    pdl_launch_dependents();
     // The chunks' loads stop short of the new key where this block supplies it.
     const int load_end = a.rope_store && k_begin <= new_key && new_key < k_end ? new_key : k_end;
-    __syncthreads();
+    const int n_chunks = (k_end - k_begin + CHUNK - 1) / CHUNK;
+    __syncthreads(); // the block table
 
     // The first STAGES - 1 chunks start loading; a group is committed even when there is nothing left to load, so
-    // "all but the newest STAGES - 1 groups are done" always means this iteration's chunk has arrived.
-    const int n_chunks = (k_end - k_begin + CHUNK - 1) / CHUNK;
-    for (int ch = 0; ch < STAGES - 1; ch++) {
-        if (ch < n_chunks)
-            load_chunk<D, CHUNK, THREADS>(a, table, k_begin, kvh, k_begin + ch * CHUNK, load_end,
-                                          stages + ch * L::stage_halves);
-        else
-            cp_async_commit();
-    }
+    // "all but the newest STAGES - 1 groups are done" always means this iteration's chunk has arrived. With
+    // rope_store they start before the wait: every key they read was stored by an earlier pass (the new one is this
+    // block's to supply), and the kernel before (the QKV linear) writes only qkv. Without, the kernel before
+    // (rope_store_kv) stores the new key into the cache, so they wait for it.
+    auto first_chunks = [&] {
+        for (int ch = 0; ch < STAGES - 1; ch++) {
+            if (ch < n_chunks)
+                load_chunk<D, CHUNK, THREADS>(a, table, k_begin, kvh, k_begin + ch * CHUNK, load_end,
+                                              stages + ch * L::stage_halves);
+            else
+                cp_async_commit();
+        }
+    };
+    if (a.rope_store)
+        first_chunks();
+    pdl_wait();
+    pdl_launch_dependents();
+    if (!a.rope_store)
+        first_chunks();
     // Q: the G heads of this KV head as rows 0..G-1 (rotated first with rope_store), pre-scaled by scale * log2(e);
     // the other rows zero. Thread i takes rows i / (D/4) + j THREADS / (D/4), j < QI. With the new key and value
     // (rope_store), all loaded together after the chunks' first loads: one round trip. The new key and value go to
