@@ -609,6 +609,14 @@ static k_attn_args attn_args(void *out, const void *qkv, const kv_pool *kv, cons
                          .scale = scale};
 }
 
+/* The attention kernels take head dims 64 and 128. */
+static fk_status check_head_dim(const kv_pool *kv, fk_error *err)
+{
+    if (kv->head_dim == 64 || kv->head_dim == 128)
+        return FK_OK;
+    return fk_error_set(err, FK_ERR_UNSUPPORTED, "cuda attention: head_dim %d (supported: 64, 128)", kv->head_dim);
+}
+
 /* The leading sequences of ab with one query each that the decode kernel takes: none where the query heads per KV
  * head exceed its one MMA tile. */
 static int decode_seqs(const attn_batch *ab, int n_heads, int n_kv_heads)
@@ -628,18 +636,18 @@ static fk_status cuda_attention(backend *b, void *out, const void *qkv, const kv
 {
     cuda_backend *cb = cb_of(b);
     const k_attn_args args = attn_args(out, qkv, kv, ab, n_heads, scale);
-    if (kv->head_dim != 64 && kv->head_dim != 128)
-        return fk_error_set(err, FK_ERR_UNSUPPORTED, "cuda attention: head_dim %d (supported: 64, 128)", kv->head_dim);
+    fk_status s = check_head_dim(kv, err);
+    if (s)
+        return s;
     const int n_dec = decode_seqs(ab, n_heads, kv->n_kv_heads);
     if (n_dec == ab->n_seqs) /* planned from max_context alone, so that a graph replays the same launch */
         return decode_attention(cb, &args, n_dec, ab->max_context, ab->scratch, err);
     size_t tiles_at = 0;
     if (n_dec > 0) {
         int max_context = 0;
-        for (int s = 0; s < n_dec; s++)
-            max_context = ab->context_len_host[s] > max_context ? ab->context_len_host[s] : max_context;
-        fk_status s = decode_attention(cb, &args, n_dec, max_context, ab->scratch, err);
-        if (s)
+        for (int i = 0; i < n_dec; i++)
+            max_context = ab->context_len_host[i] > max_context ? ab->context_len_host[i] : max_context;
+        if ((s = decode_attention(cb, &args, n_dec, max_context, ab->scratch, err)))
             return s;
         tiles_at = (k_attention_decode_scratch_bytes(n_dec, n_heads, kv->n_kv_heads, kv->head_dim, cb->n_sms) + 15) /
                    16 * 16;
@@ -654,10 +662,11 @@ static fk_status cuda_attention_rope(backend *b, void *out, void *qkv, const int
                                      float scale, fk_error *err)
 {
     cuda_backend *cb = cb_of(b);
-    if (kv->head_dim != 64 && kv->head_dim != 128)
-        return fk_error_set(err, FK_ERR_UNSUPPORTED, "cuda attention: head_dim %d (supported: 64, 128)", kv->head_dim);
+    fk_status s = check_head_dim(kv, err);
+    if (s)
+        return s;
     if (decode_seqs(ab, n_heads, kv->n_kv_heads) != ab->n_seqs) {
-        fk_status s = cuda_rope_store_kv(b, qkv, positions, inv_freq, slot_mapping, kv, ab->n_tokens, n_heads, err);
+        s = cuda_rope_store_kv(b, qkv, positions, inv_freq, slot_mapping, kv, ab->n_tokens, n_heads, err);
         return s ? s : cuda_attention(b, out, qkv, kv, ab, n_heads, scale, err);
     }
     k_attn_args args = attn_args(out, qkv, kv, ab, n_heads, scale);

@@ -828,6 +828,22 @@ static void test_attention_decode(void **state)
     }
 }
 
+/* A head dim the kernels lack (they take 64 and 128) is refused with FK_ERR_UNSUPPORTED by both attention ops,
+ * before anything is launched or read. */
+static void test_attention_head_dim_unsupported(void **state)
+{
+    (void)state;
+    const kv_pool kv = {.num_blocks = 1, .block_size = 16, .n_kv_heads = 2, .head_dim = 96};
+    const attn_batch ab = {.n_tokens = 1, .n_seqs = 1};
+    fk_error err = {0};
+    assert_int_equal(gpu->ops->attention(gpu, NULL, NULL, &kv, &ab, 4, 1.0f, &err), FK_ERR_UNSUPPORTED);
+    assert_non_null(strstr(err.message, "head_dim 96"));
+    err = (fk_error){0};
+    assert_int_equal(gpu->ops->attention_rope(gpu, NULL, NULL, NULL, NULL, NULL, &kv, &ab, 4, 1.0f, &err),
+                     FK_ERR_UNSUPPORTED);
+    assert_non_null(strstr(err.message, "head_dim 96"));
+}
+
 int main(void)
 {
     fk_error err = {0};
@@ -844,6 +860,7 @@ int main(void)
         cmocka_unit_test(test_elementwise),     cmocka_unit_test(test_embed_widths),
         cmocka_unit_test(test_sample),
         cmocka_unit_test(test_attention_prefill), cmocka_unit_test(test_attention_decode),
+        cmocka_unit_test(test_attention_head_dim_unsupported),
     };
     /* FK_TEST_FILTER=test_quant* runs only the matching tests (e.g. one per compute-sanitizer process). */
     if (getenv("FK_TEST_FILTER"))
