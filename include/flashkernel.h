@@ -295,6 +295,7 @@ typedef struct fk_step_profile {
     uint64_t sequences;           /* sequences in those steps (their mean batch: sequences / steps) */
     double wall_s;                /* the steps' wall time, host work included */
     double op_s[FK_OP_CLASSES];   /* device time of each class of op; wall_s minus their sum is host time (and gaps) */
+    uint64_t ops[FK_OP_CLASSES];  /* how many ops of each class those steps ran */
 } fk_step_profile;
 
 enum { FK_PROFILE_DECODE = 0, FK_PROFILE_PREFILL = 1 }; /* decode-only steps; steps with prefill chunks */

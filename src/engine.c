@@ -671,7 +671,7 @@ fk_status fk_engine_step(fk_engine *e, fk_error *err)
         s = sample(e, work, b, err);                                /* per-request params and RNG */
     fk_step_profile *prof = &e->profile[kind];
     if (!s && e->p.profile)
-        s = model_profile_take(e->model, e->ws, prof->op_s, err);
+        s = model_profile_take(e->model, e->ws, prof->op_s, prof->ops, err);
     if (s)
         return fail(e, s, err);
     scheduler_postprocess(e->sched, work);                          /* the tokens are in the cache */

@@ -8,12 +8,14 @@
 #include "model_config.h"
 #include "model_weights.h"
 
-/* A recorded decode pass: replayable while the batch has n_seqs sequences and block tables padded to width. Its
- * profiling marks, when profiling, are those of the pass it recorded. */
+/* A recorded decode pass: replayable while the batch has n_seqs sequences and block tables padded to width. When
+ * profiling, its marks and their op classes are those of the pass it recorded (a replay restores the classes: the
+ * eager passes in between mark other sequences of ops). */
 typedef struct forward_graph {
     int n_seqs, width;
     void *graph;
     int n_marks;
+    uint8_t mark_class[PROF_MARKS];
 } forward_graph;
 
 #define FORWARD_GRAPHS 64
@@ -58,7 +60,7 @@ typedef struct forward_ws {
     bool recording;    /* a capture is under way: its ops are recorded, not launched */
     uint64_t launches; /* backend ops (one each, though some launch two kernels) and graph launches issued */
     /* Profiling (off unless asked for): before each op of a pass, a timeline mark and the op's fk_op_class; one more
-     * mark ends the pass. Every pass of the same kind marks the same sequence of ops. */
+     * mark ends the pass. A replayed decode pass takes both from its recording (forward_graph). */
     bool profile;
     int n_marks;
     uint8_t mark_class[PROF_MARKS];
@@ -98,8 +100,9 @@ fk_status model_fetch_logits(fk_model *m, forward_ws *ws, int n_rows, float *log
 fk_status model_sample_begin(fk_model *m, forward_ws *ws, const sample_row *rows, int n_rows, fk_error *err);
 fk_status model_sample_wait(fk_model *m, forward_ws *ws, int slot, const int32_t **tokens, fk_error *err);
 
-/* Profiling: adds the device time of each op of the last pass (and its sampling) to op_s[fk_op_class], seconds, and
- * starts the marks afresh. Waits for the device. */
-fk_status model_profile_take(fk_model *m, forward_ws *ws, double op_s[FK_OP_CLASSES], fk_error *err);
+/* Profiling: adds the device time of each op of the last pass (and its sampling) to op_s[fk_op_class], seconds,
+ * counts the ops in ops[fk_op_class], and starts the marks afresh. Waits for the device. */
+fk_status model_profile_take(fk_model *m, forward_ws *ws, double op_s[FK_OP_CLASSES], uint64_t ops[FK_OP_CLASSES],
+                             fk_error *err);
 
 #endif

@@ -436,8 +436,10 @@ static fk_status decode_graph(fk_model *m, forward_ws *ws, const kv_cache *kv, c
     *graph = NULL;
     for (int i = 0; i < ws->n_graphs; i++)
         if (ws->graph[i].n_seqs == b->n_seqs && ws->graph[i].width == ab->max_blocks) {
-            *graph = ws->graph[i].graph;
-            ws->n_marks = ws->graph[i].n_marks; /* what its recording marked (classes: every decode pass alike) */
+            const forward_graph *g = &ws->graph[i];
+            *graph = g->graph;
+            ws->n_marks = g->n_marks; /* what its recording marked */
+            memcpy(ws->mark_class, g->mark_class, (size_t)g->n_marks);
             return FK_OK;
         }
     if (ws->n_graphs == FORWARD_GRAPHS)
@@ -449,8 +451,9 @@ static fk_status decode_graph(fk_model *m, forward_ws *ws, const kv_cache *kv, c
     ws->recording = true;
     if ((s = capture_finish(be, ws, run_layers(m, ws, kv, b, ab, err), graph, err)))
         return s;
-    ws->graph[ws->n_graphs++] =
-        (forward_graph){.n_seqs = b->n_seqs, .width = ab->max_blocks, .graph = *graph, .n_marks = ws->n_marks};
+    forward_graph *g = &ws->graph[ws->n_graphs++];
+    *g = (forward_graph){.n_seqs = b->n_seqs, .width = ab->max_blocks, .graph = *graph, .n_marks = ws->n_marks};
+    memcpy(g->mark_class, ws->mark_class, (size_t)ws->n_marks);
     return FK_OK;
 }
 
@@ -556,7 +559,8 @@ fk_status model_sample_wait(fk_model *m, forward_ws *ws, int slot, const int32_t
     return s;
 }
 
-fk_status model_profile_take(fk_model *m, forward_ws *ws, double op_s[FK_OP_CLASSES], fk_error *err)
+fk_status model_profile_take(fk_model *m, forward_ws *ws, double op_s[FK_OP_CLASSES], uint64_t ops[FK_OP_CLASSES],
+                             fk_error *err)
 {
     float *ms = ws->mark_ms;
     fk_status s = m->be->ops->prof_read(m->be, ws->n_marks, ms, err);
@@ -564,8 +568,10 @@ fk_status model_profile_take(fk_model *m, forward_ws *ws, double op_s[FK_OP_CLAS
         return s;
     /* the last mark of the pass and the one before sampling bracket the host's upload: not an op */
     for (int i = 0; i + 1 < ws->n_marks; i++)
-        if (ws->mark_class[i] < FK_OP_CLASSES)
+        if (ws->mark_class[i] < FK_OP_CLASSES) {
             op_s[ws->mark_class[i]] += ms[i] * 1e-3;
+            ops[ws->mark_class[i]]++;
+        }
     ws->n_marks = 0;
     return FK_OK;
 }

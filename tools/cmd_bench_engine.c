@@ -21,7 +21,8 @@ static void usage(FILE *f)
             "--profile times every op of the timed steps (device events around each op on a GPU, wall time on the\n"
             "CPU) and prints, for decode steps and for steps with prefill chunks, the time per step of each op class\n"
             "(linears, attention, norms, sampling, other kernels) and of the host (the rest of the step's wall\n"
-            "time), with their shares. Profiling adds a little time to every op.\n"
+            "time), with their shares, and how many ops of each class a step ran. Profiling adds a little time to\n"
+            "every op.\n"
             "%s%s"
             "Exit status: 0 ok, 1 model or runtime error, 2 bad usage.\n",
             cli_engine_usage, cli_model_usage);
@@ -43,12 +44,12 @@ static void print_profile(const char *kind, const fk_step_profile *p)
         return;
     printf("profile: %s, %llu steps of %.1f sequences on average, %.3f ms per step\n", kind,
            (unsigned long long)p->steps, (double)p->sequences / p->steps, p->wall_s * 1e3 / p->steps);
-    printf("  %-14s %12s %7s\n", "op class", "ms per step", "share");
+    printf("  %-14s %12s %7s %13s\n", "op class", "ms per step", "share", "ops per step");
     double device = 0;
     for (int c = 0; c < FK_OP_CLASSES; c++) {
         device += p->op_s[c];
-        printf("  %-14s %12.4f %6.1f%%\n", fk_op_class_name((fk_op_class)c), p->op_s[c] * 1e3 / p->steps,
-               100 * p->op_s[c] / p->wall_s);
+        printf("  %-14s %12.4f %6.1f%% %13.1f\n", fk_op_class_name((fk_op_class)c), p->op_s[c] * 1e3 / p->steps,
+               100 * p->op_s[c] / p->wall_s, (double)p->ops[c] / p->steps);
     }
     const double host = p->wall_s - device;
     printf("  %-14s %12.4f %6.1f%%\n", "host", host * 1e3 / p->steps, 100 * host / p->wall_s);
@@ -193,7 +194,7 @@ int cmd_bench_engine(int argc, char **argv)
             prof[k].steps -= prof_before[k].steps, prof[k].sequences -= prof_before[k].sequences;
             prof[k].wall_s -= prof_before[k].wall_s;
             for (int c = 0; c < FK_OP_CLASSES; c++)
-                prof[k].op_s[c] -= prof_before[k].op_s[c];
+                prof[k].op_s[c] -= prof_before[k].op_s[c], prof[k].ops[c] -= prof_before[k].ops[c];
         }
         print_profile("decode steps", &prof[FK_PROFILE_DECODE]);
         print_profile("steps with prefill chunks", &prof[FK_PROFILE_PREFILL]);

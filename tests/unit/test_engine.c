@@ -912,7 +912,10 @@ static void test_device_fault_fails_every_request(void **state)
 }
 
 /* The step profile: every step is counted once, as decode-only or with prefill chunks; each op class that ran has
- * time, and no step's op times exceed its wall time; profiling changes no token. */
+ * time, and no step's op times exceed its wall time; each step's ops are those of a Llama block (per layer two
+ * norms, four linears, one attention; then the final norm, the head and the sampling; the embedding, and RoPE + KV
+ * store apart from attention only in steps with prefill chunks), also where decode passes replay graphs between
+ * eager passes; profiling changes no token. */
 static void test_profile_accounts_every_step(void **state)
 {
     (void)state;
@@ -959,6 +962,19 @@ static void test_profile_accounts_every_step(void **state)
         assert_true(p[k].op_s[FK_OP_LINEAR] > 0 && p[k].op_s[FK_OP_ATTENTION] > 0 && p[k].op_s[FK_OP_NORM] > 0);
         assert_true(ops <= p[k].wall_s * 1.01 + 1e-4); /* device time lies within the steps' wall time */
     }
+    const uint64_t L = (uint64_t)fk_model_get_info(m).n_layers;
+    uint64_t n = p[FK_PROFILE_DECODE].steps;
+    const uint64_t *dec = p[FK_PROFILE_DECODE].ops, *pre = p[FK_PROFILE_PREFILL].ops;
+    assert_int_equal(dec[FK_OP_LINEAR], (4 * L + 1) * n);
+    assert_int_equal(dec[FK_OP_ATTENTION], L * n);
+    assert_int_equal(dec[FK_OP_NORM], (2 * L + 1) * n);
+    assert_int_equal(dec[FK_OP_SAMPLING], n);
+    assert_int_equal(dec[FK_OP_OTHER], n); /* the embedding: one logits row per sequence, in order */
+    n = p[FK_PROFILE_PREFILL].steps;
+    assert_int_equal(pre[FK_OP_ATTENTION], L * n);
+    assert_true(pre[FK_OP_LINEAR] >= 4 * L * n && pre[FK_OP_LINEAR] <= (4 * L + 1) * n); /* the head: steps with logits */
+    assert_true(pre[FK_OP_NORM] >= 2 * L * n && pre[FK_OP_NORM] <= (2 * L + 1) * n);
+    assert_true(pre[FK_OP_OTHER] >= (1 + L) * n); /* the embedding, RoPE + KV store per layer, row gathers */
     assert_string_equal(fk_op_class_name(FK_OP_LINEAR), "linears");
     assert_string_equal(fk_op_class_name(FK_OP_CLASSES), "unknown");
     engine_free(e);
