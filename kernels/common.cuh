@@ -153,6 +153,37 @@ __device__ __forceinline__ uint4 load_stream16(const void *p)
     return v;
 }
 
+// load_stream16 for the loads a kernel issues before its pdl_wait: a relaxed (strong) load, which ptxas keeps ahead
+// of griddepcontrol.wait. It may move weak loads such as load_stream16's (and __ldg's) below the wait, which is legal
+// (they would read the same weights) but undoes the early start: linear_quant.cu's SASS had the wait first, then
+// every load, and bench-1b batch 1 ran 9 % (INT8) and 4 % (INT4) slower for it (BENCHMARKS.md). linear_small.cu's
+// loads stay ahead as weak loads, and strong ones made its fp16 step 1 % slower, so it keeps load_stream16.
+// tests/gpu/check_wait_order.py checks the order in both kernels' SASS.
+__device__ __forceinline__ uint4 load_early16(const void *p)
+{
+#if __CUDA_ARCH__ >= 900
+    uint4 v;
+    asm volatile("ld.relaxed.gpu.global.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p));
+    return v;
+#else
+    return load_stream16(p); // no early launch below sm_90: nothing to keep ahead of
+#endif
+}
+
+// The same for 4 bytes (a row's INT4 scale and zero point).
+__device__ __forceinline__ uint32_t load_early4(const uint32_t *p)
+{
+#if __CUDA_ARCH__ >= 900
+    uint32_t v;
+    asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(p));
+    return v;
+#else
+    return __ldg(p);
+#endif
+}
+
 // 8 halves <-> 16 bytes.
 union half8 {
     uint4 u;

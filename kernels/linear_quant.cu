@@ -111,7 +111,8 @@ __global__ void __launch_bounds__(32 * WARPS)
     auto y_row = [&](int rt, int lr) { return r0 + (EPI == K_LINEAR_SILU_MUL ? 0 : rt * TILE_ROWS) + lr; };
     auto w_row = [&](int rt, int lr) { return (EPI == K_LINEAR_SILU_MUL ? rt * n : 0) + y_row(rt, lr); };
 
-    auto load_w = [&](step_frags<FMT, RT, NT>(&f)[U], int s0) {
+    // early: the batch loaded before the PDL wait (load_early16 keeps it there).
+    auto load_w = [&](step_frags<FMT, RT, NT>(&f)[U], int s0, bool early) {
 #pragma unroll
         for (int u = 0; u < U; u++) {
             const int s = s0 + u, kk = s * STEP + STEP / 4 * t;
@@ -122,10 +123,12 @@ __global__ void __launch_bounds__(32 * WARPS)
                 for (int h = 0; h < 2; h++) {
                     const bool ok = k_ok && y_row(rt, g + 8 * h) < n;
                     const size_t row = w_row(rt, g + 8 * h);
-                    f[u].w[rt][h] = ok ? load_stream16(wq + row * row_bytes + (size_t)s * STEP_BYTES + 16 * t)
-                                       : make_uint4(0, 0, 0, 0);
-                    if constexpr (FMT == K_QUANT_INT4)
-                        f[u].sz[rt][h] = ok ? __ldg(sz_pairs + row * (k / GROUP) + s) : 0u;
+                    const uint8_t *w = wq + row * row_bytes + (size_t)s * STEP_BYTES + 16 * t;
+                    f[u].w[rt][h] = !ok ? make_uint4(0, 0, 0, 0) : early ? load_early16(w) : load_stream16(w);
+                    if constexpr (FMT == K_QUANT_INT4) {
+                        const uint32_t *sz = sz_pairs + row * (k / GROUP) + s;
+                        f[u].sz[rt][h] = !ok ? 0u : early ? load_early4(sz) : __ldg(sz);
+                    }
                 }
         }
     };
@@ -182,16 +185,16 @@ __global__ void __launch_bounds__(32 * WARPS)
     // per row each), two in flight: f0 holds the even ones, f1 the odd.
     step_frags<FMT, RT, NT> f0[U], f1[U];
     const int first = s_begin + warp * U, stride = WARPS * U;
-    load_w(f0, first); // weights and scales do not depend on the previous kernel: stream them while it finishes
+    load_w(f0, first, true); // weights and scales do not depend on the previous kernel: stream them while it finishes
     pdl_wait();
     pdl_launch_dependents();
     for (int s0 = first; s0 < s_end; s0 += 2 * stride) {
-        load_w(f1, s0 + stride);
+        load_w(f1, s0 + stride, false);
         load_x(f0, s0);
         mma_batch(f0);
         if (s0 + stride >= s_end)
             break;
-        load_w(f0, s0 + 2 * stride);
+        load_w(f0, s0 + 2 * stride, false);
         load_x(f1, s0 + stride);
         mma_batch(f1);
     }
