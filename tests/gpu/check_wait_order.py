@@ -4,7 +4,7 @@
 linear_small_kernel and linear_quant_kernel load their first batch of weights, then call pdl_wait()
 (griddepcontrol.wait, SASS ACQBULK), so that the weights stream while the previous kernel finishes. ptxas may move
 weak loads below the wait (it is legal); linear_quant's kernels once had the wait first and every load after it,
-which cost bench-1b INT8 batch-1 decode 8 %. common.cuh's load_early16 keeps them ahead. This reads the SASS of
+which cost bench-1b INT8 batch-1 decode 9 %. common.cuh's load_early16 keeps them ahead. This reads the SASS of
 LIB (the built libfk_kernels.a) with cuobjdump and fails if any sm_90 instance of those kernels issues fewer
 than two global loads (the least a first batch holds: one k-step of rows g and g + 8) before its wait.
 
