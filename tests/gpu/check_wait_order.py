@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""check_wait_order.py LIB — the small-batch linears' early weight loads really come before their PDL wait.
+"""check_wait_order.py LIB VENV — the small-batch linears' early weight loads really come before their PDL wait.
 
 linear_small_kernel and linear_quant_kernel load their first batch of weights, then call pdl_wait()
 (griddepcontrol.wait, SASS ACQBULK), so that the weights stream while the previous kernel finishes. ptxas may move
@@ -8,7 +8,9 @@ which cost bench-1b INT8 batch-1 decode 9 %. common.cuh's load_early16 keeps the
 LIB (the built libfk_kernels.a) with cuobjdump and fails if any sm_90 instance of those kernels issues fewer
 than two global loads (the least a first batch holds: one k-step of rows g and g + 8) before its wait.
 
-Exit 77 (skipped) where cuobjdump is not installed or LIB holds no sm_90 code (a compute_75 PTX build).
+It needs no GPU. cuobjdump is the CUDA toolkit's where it has one (on PATH or in $CUDA_HOME/bin); else NVIDIA's
+wheel from PyPI (nvidia-cuda-cuobjdump), installed into the virtual environment VENV on first use, as the smoke
+tests install theirs. Exit 77 (skipped) where LIB holds no sm_90 code (a compute_75 PTX build).
 """
 import os
 import re
@@ -20,12 +22,36 @@ FAMILIES = ("linear_small_kernel", "linear_quant_kernel")
 MIN_EARLY_LOADS = 2
 
 
-def cuobjdump():
+# cuobjdump -sass runs nvdisasm, a wheel of its own
+WHEELS = ["nvidia-cuda-cuobjdump==13.5.37", "nvidia-cuda-nvdisasm==13.5.37"]
+
+
+def wheel_cuobjdump(venv):
+    """cuobjdump from the PyPI wheels in venv, installed there first if need be; None if that fails."""
+    def find():
+        for root, _, files in os.walk(venv):
+            if "cuobjdump" in files and "nvdisasm" in files:
+                return os.path.join(root, "cuobjdump")
+        return None
+    if not find():
+        print(f"check_wait_order: installing {' '.join(WHEELS)} into {venv}")
+        pip = os.path.join(venv, "bin", "pip")
+        for cmd in ([sys.executable, "-m", "venv", venv],
+                    [pip, "install", "--quiet", "--disable-pip-version-check", "--retries", "5", "--timeout", "60"] +
+                    WHEELS):
+            if subprocess.run(cmd).returncode != 0:
+                print("check_wait_order: " + " ".join(cmd) + " failed (the check needs PyPI where the CUDA toolkit"
+                      " has no cuobjdump)")
+                return None
+    return find()
+
+
+def cuobjdump(venv):
     for path in (shutil.which("cuobjdump"), os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "bin",
                                                            "cuobjdump")):
         if path and os.access(path, os.X_OK):
             return path
-    return None
+    return wheel_cuobjdump(venv)
 
 
 def objects(lib):
@@ -56,18 +82,19 @@ def functions(sass):
 
 
 def main():
-    if len(sys.argv) != 2:
+    if len(sys.argv) != 3:
         print(__doc__)
         return 2
-    tool = cuobjdump()
+    tool = cuobjdump(sys.argv[2])
     if not tool:
-        print("check_wait_order: skipped, no cuobjdump (CUDA toolkit) here")
-        return 77
+        return 1
     sass = ""
     for obj in objects(sys.argv[1]):
-        run = subprocess.run([tool, "-sass", obj], capture_output=True, text=True)
+        # nvdisasm is looked for on PATH: the one beside this cuobjdump first
+        env = dict(os.environ, PATH=os.path.dirname(tool) + os.pathsep + os.environ.get("PATH", ""))
+        run = subprocess.run([tool, "-sass", obj], capture_output=True, text=True, env=env)
         if run.returncode != 0:
-            print(f"check_wait_order: cuobjdump -sass {obj} failed:\n{run.stderr}")
+            print(f"check_wait_order: {tool} -sass {obj} failed:\n{run.stdout[-2000:]}{run.stderr}")
             return 1
         sass += run.stdout
     checked, bad = 0, []
