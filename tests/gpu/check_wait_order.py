@@ -9,8 +9,8 @@ LIB (the built libfk_kernels.a) with cuobjdump and fails if any sm_90 instance o
 than two global loads (the least a first batch holds: one k-step of rows g and g + 8) before its wait.
 
 It needs no GPU. cuobjdump is the CUDA toolkit's where it has one (on PATH or in $CUDA_HOME/bin); else NVIDIA's
-wheel from PyPI (nvidia-cuda-cuobjdump), installed into the virtual environment VENV on first use, as the smoke
-tests install theirs. Exit 77 (skipped) where LIB holds no sm_90 code (a compute_75 PTX build).
+wheels from PyPI (nvidia-cuda-cuobjdump and the nvdisasm it runs), installed into the virtual environment VENV on
+first use, as the smoke tests install theirs. Exit 77 (skipped) where LIB holds no sm_90 code (a compute_75 PTX build).
 """
 import os
 import re
