@@ -31,7 +31,7 @@ typedef struct cuda_backend {
     bool gelu_by_cublaslt; /* linear_gelu: cuBLASLt's epilogue, else cuBLAS then k_bias_gelu (FK_GELU_EPILOGUE) */
     int small_linear_max_m; /* linears of up to this many tokens run k_linear_small (FK_SMALL_LINEAR_MAX_M) */
     int unaligned_max_m;    /* the same for a linear whose output rows are not whole 16-byte vectors (a 50,257-token
-                             * head), where cuBLAS is slow; passes of 64 tokens (FK_SMALL_LINEAR_UNALIGNED_MAX_M) */
+                             * head); passes of 64 tokens above 64 (FK_SMALL_LINEAR_UNALIGNED_MAX_M) */
     float *linear_partials; /* k_linear_small's and k_linear_quant's split-K scratch and its tile counters */
     unsigned *linear_counters;
     int quant_small_max_m; /* quantized linears of up to this many tokens run k_linear_quant, 16 tokens a pass
@@ -42,6 +42,10 @@ typedef struct cuda_backend {
     void *dequant;         /* larger batches: a quantized weight dequantized to fp16 here, for cuBLAS */
     size_t dequant_bytes;  /* its size: the largest quantized weight uploaded, at most dequant_cap */
     size_t dequant_cap;    /* (FK_DEQUANT_SCRATCH_MB); a larger weight is dequantized a chunk of rows at a time */
+    void *padded;          /* cuBLAS's output for a weight whose rows make y's rows not whole 16-byte vectors (a
+                            * 50,257-token head): y's rows padded to a multiple of 8, packed into y by a 2-D copy */
+    size_t padded_bytes;   /* its size: PADDED_ROWS rows of the widest such output, at most padded_cap */
+    size_t padded_cap;     /* (FK_PADDED_SCRATCH_MB); more tokens go a chunk of rows at a time */
     uint16_t *staging; /* host fp16 staging for download_act */
     size_t staging_n;
     int prefill_tile_rows; /* queries per prefill tile: 128 runs the Hopper kernel, 64 the mma.sync one */
@@ -60,7 +64,10 @@ typedef struct cuda_backend {
 #define BLAS_WORKSPACE_BYTES (32u << 20) /* what cuBLAS recommends for Hopper */
 #define GELU_BY_CUBLASLT_DEFAULT true
 #define SMALL_LINEAR_MAX_M_DEFAULT 16 /* the crossover against cuBLAS, kernels/bench/bench_linear (BENCHMARKS.md) */
-#define UNALIGNED_MAX_M_DEFAULT 256 /* likewise for unaligned output rows */
+/* Linears whose output rows are not whole 16-byte vectors (a 50,257-token head): ours up to this many tokens, then
+ * cuBLAS on W's padded rows (cublas_linear_any), which is level with ours at 16-32 tokens and 1.9x / 3.2x faster at
+ * 128 / 256 (kernels/bench/bench_linear; bench-1b at 256 requests +7.7 %, BENCHMARKS.md). */
+#define UNALIGNED_MAX_M_DEFAULT 32
 /* Two passes of the small kernel, not the tiled one, up to 32 tokens: in bench-1b's decode step at 32 requests the
  * tiled kernel did not gain for INT8 (-2 %) though it wins on most shapes alone, and loses on most for INT4
  * (BENCHMARKS.md). */
@@ -70,6 +77,8 @@ typedef struct cuda_backend {
 #define QUANT_MMA_MAX_M_INT8 128
 #define QUANT_MMA_MAX_M_INT4 64
 #define DEQUANT_SCRATCH_MB_DEFAULT 64
+#define PADDED_SCRATCH_MB_DEFAULT 32
+#define PADDED_ROWS 1024 /* tokens of an unaligned output the padded scratch is sized for (a chunk above) */
 
 typedef struct prefill_tile {
     int32_t seq, q0, position;
@@ -109,6 +118,7 @@ static void cuda_destroy(backend *b)
     cudaFree(cb->linear_partials);
     cudaFree(cb->linear_counters);
     cudaFree(cb->dequant);
+    cudaFree(cb->padded);
     if (cb->blas)
         cublasDestroy(cb->blas);
     cudaFree(cb->blas_workspace);
@@ -239,22 +249,52 @@ static fk_status cuda_memory_info(backend *b, size_t *free_bytes, size_t *total_
     return FK_OK;
 }
 
+/* Rows a matrix weight is stored with: a multiple of 8, the rows past `rows` zero, so that cuBLAS can take a linear
+ * on it as a GEMM of aligned shapes (cublas_linear_any); a vector (rows = 1) as it is. */
+static int stored_rows(int rows)
+{
+    return rows > 1 ? (rows + 7) / 8 * 8 : rows;
+}
+
+/* The padded-output scratch, grown for a weight whose rows are stored padded (stored_rows > rows): PADDED_ROWS
+ * outputs of stored_rows, or padded_cap bytes (at least one output) if that is smaller. Grown at load. */
+static fk_status reserve_padded(cuda_backend *cb, int rows, fk_error *err)
+{
+    if (stored_rows(rows) == rows)
+        return FK_OK;
+    const size_t row = (size_t)stored_rows(rows) * sizeof(uint16_t), all = row * PADDED_ROWS;
+    size_t need = all < cb->padded_cap ? all : cb->padded_cap;
+    need = need > row ? need : row;
+    if (need <= cb->padded_bytes)
+        return FK_OK;
+    CUDA_OK(cudaFree(cb->padded), "cudaFree (padded-output scratch)"); /* waits for any work still using it */
+    cb->padded = NULL;
+    cb->padded_bytes = 0;
+    fk_status s = cuda_alloc(&cb->base, need, &cb->padded, err);
+    if (!s)
+        cb->padded_bytes = need;
+    return s;
+}
+
 static fk_status cuda_upload_weight(backend *b, const float *host, int rows, int cols, void **out, fk_error *err)
 {
-    const size_t n = (size_t)rows * cols;
+    const size_t n = (size_t)rows * cols, stored = (size_t)stored_rows(rows) * cols;
+    fk_status s = reserve_padded(cb_of(b), rows, err);
+    if (s)
+        return s;
     uint16_t *h = malloc(n * sizeof *h);
     if (!h)
         return fk_error_set(err, FK_ERR_OUT_OF_MEMORY, "cuda: host buffer for a %d x %d weight", rows, cols);
     for (size_t i = 0; i < n; i++)
         h[i] = f32_to_fp16(host[i]);
-    fk_status s = cuda_alloc(b, n * sizeof *h, out, err);
+    s = cuda_alloc(b, stored * sizeof *h, out, err); /* zeroed: the padding rows stay 0 */
     if (!s)
         s = cuda_upload(b, *out, h, n * sizeof *h, err);
     if (!s) /* h is freed next */
         s = cuda_download(b, NULL, NULL, 0, err);
     free(h);
     if (!s)
-        b->weight_bytes += n * sizeof *h;
+        b->weight_bytes += stored * sizeof *h;
     return s;
 }
 
@@ -377,20 +417,45 @@ static fk_status cublas_linear(cuda_backend *cb, void *y, const void *x, const v
     return FK_OK;
 }
 
+/* y = x W^T by cuBLAS for any out. Where out is not a multiple of 8 (a 50,257-token head), cuBLAS's GEMM runs at a
+ * fifth to a third of copy bandwidth (BENCHMARKS.md); on a W stored with padded rows (stored_rows, w_padded) it
+ * computes all of them into the padded scratch instead, a chunk of tokens at a time, and a 2-D copy packs the rows
+ * of y. */
+static fk_status cublas_linear_any(cuda_backend *cb, void *y, const void *x, const void *w, bool w_padded, int n,
+                                   int in, int out, fk_error *err)
+{
+    const int ld = stored_rows(out);
+    const size_t row = (size_t)ld * sizeof(uint16_t);
+    if (ld == out || !w_padded || cb->padded_bytes < row)
+        return cublas_linear(cb, y, x, w, n, in, out, out, err);
+    const int chunk = (int)(cb->padded_bytes / row);
+    for (int t0 = 0; t0 < n; t0 += chunk) {
+        const int m = n - t0 < chunk ? n - t0 : chunk;
+        fk_status s = cublas_linear(cb, cb->padded, (const uint16_t *)x + (size_t)t0 * in, w, m, in, ld, ld, err);
+        if (s)
+            return s;
+        CUDA_OK(cudaMemcpy2DAsync((uint16_t *)y + (size_t)t0 * out, (size_t)out * sizeof(uint16_t), cb->padded, row,
+                                  (size_t)out * sizeof(uint16_t), (size_t)m, cudaMemcpyDeviceToDevice, cb->stream),
+                "packing a padded linear output");
+    }
+    return FK_OK;
+}
+
 /* y[n][out] = x[n][in] W[out][in]^T (+ bias) by cuBLAS, with the bias in cuBLASLt's epilogue where the shapes are
- * whole 16-byte rows (and a separate pass otherwise); GELU after the bias when gelu. */
-static fk_status gemm_linear(cuda_backend *cb, void *y, const void *x, const void *w, const void *bias, int n, int in,
-                             int out, bool gelu, fk_error *err)
+ * whole 16-byte rows (and a separate pass otherwise); GELU after the bias when gelu. w_padded: W's rows are stored
+ * padded (an uploaded weight, not the dequantization scratch). */
+static fk_status gemm_linear(cuda_backend *cb, void *y, const void *x, const void *w, bool w_padded, const void *bias,
+                             int n, int in, int out, bool gelu, fk_error *err)
 {
     if (gelu && cb->gelu_by_cublaslt && in % 8 == 0 && out % 8 == 0) /* rows of whole 16-byte vectors, as GPT-2's are */
         return gemm_lt_run(cb->gemm_lt, cb->stream, y, x, w, bias, n, in, out, GEMM_LT_GELU, err);
     if (gelu) {
-        fk_status s = cublas_linear(cb, y, x, w, n, in, out, out, err);
+        fk_status s = cublas_linear_any(cb, y, x, w, w_padded, n, in, out, err);
         return s ? s : launched(k_bias_gelu(y, bias, n, out, cb->stream), "bias_gelu", err);
     }
     if (bias && in % 8 == 0 && out % 8 == 0)
         return gemm_lt_run(cb->gemm_lt, cb->stream, y, x, w, bias, n, in, out, GEMM_LT_BIAS, err);
-    fk_status s = cublas_linear(cb, y, x, w, n, in, out, out, err);
+    fk_status s = cublas_linear_any(cb, y, x, w, w_padded, n, in, out, err);
     if (!s && bias)
         s = launched(k_add_bias(y, bias, n, out, cb->stream), "add_bias", err);
     return s;
@@ -403,7 +468,7 @@ static fk_status plain_linear(cuda_backend *cb, void *y, const void *x, const vo
 {
     if (small_linear(cb, n, in, out, x, w))
         return run_small_linear(cb, y, x, w, bias, n, in, out, gelu ? K_LINEAR_GELU : K_LINEAR_PLAIN, err);
-    return gemm_linear(cb, y, x, w, bias, n, in, out, gelu, err);
+    return gemm_linear(cb, y, x, w, true, bias, n, in, out, gelu, err);
 }
 
 /* Whether k_linear_quant takes this quantized linear: few tokens, rows of whole 16-byte vectors, aligned x. */
@@ -463,7 +528,7 @@ static fk_status dequant_linear(cuda_backend *cb, void *y, const void *x, const 
                           err)))
             return s;
         /* cuBLAS even for few tokens: the small kernel would read W before k_dequant has written it (PDL) */
-        return gemm_linear(cb, y, x, cb->dequant, bias, n, in, out, gelu, err);
+        return gemm_linear(cb, y, x, cb->dequant, false, bias, n, in, out, gelu, err);
     }
     for (int r0 = 0; r0 < out; r0 += chunk) {
         const int rows = out - r0 < chunk ? out - r0 : chunk;
@@ -833,7 +898,8 @@ static fk_status gelu_epilogue_choice(bool *by_cublaslt, fk_error *err)
  * linears of more tokens, up to this many, run k_linear_quant_mma; above, and everywhere when both are 0, W is
  * dequantized for cuBLAS), FK_QUANT_MMA_ROWS (0, 64 or 128: that kernel's rows of W per block; 0, the default, lets
  * k_linear_quant_mma_rows choose),
- * FK_DEQUANT_SCRATCH_MB (1..65536, default DEQUANT_SCRATCH_MB_DEFAULT), FK_PDL (0 turns programmatic dependent launch
+ * FK_DEQUANT_SCRATCH_MB (1..65536, default DEQUANT_SCRATCH_MB_DEFAULT), FK_PADDED_SCRATCH_MB (1..65536, default
+ * PADDED_SCRATCH_MB_DEFAULT: the padded-output scratch's cap), FK_PDL (0 turns programmatic dependent launch
  * off) and FK_PREFILL_HOPPER (0 keeps prefill attention on the mma.sync kernel on a Hopper too). FK_TRACE_FILE, in a
  * build with -DFK_TRACE only, names the file of the kernel timeline (kernels.h's k_trace_start). */
 static fk_status env_int(const char *name, int lo, int hi, int *v, fk_error *err)
@@ -856,7 +922,7 @@ static fk_status tuning_from_env(cuda_backend *cb, fk_error *err)
     cb->unaligned_max_m = UNALIGNED_MAX_M_DEFAULT;
     cb->quant_small_max_m = QUANT_SMALL_MAX_M_DEFAULT;
     int quant_mma_max_m = -1;
-    int pdl = 1, hopper = 1, enabled, scratch_mb = DEQUANT_SCRATCH_MB_DEFAULT;
+    int pdl = 1, hopper = 1, enabled, scratch_mb = DEQUANT_SCRATCH_MB_DEFAULT, padded_mb = PADDED_SCRATCH_MB_DEFAULT;
     fk_status s;
     if ((s = gelu_epilogue_choice(&cb->gelu_by_cublaslt, err)) ||
         (s = env_int("FK_SMALL_LINEAR_MAX_M", 0, K_LINEAR_SMALL_MAX_M, &cb->small_linear_max_m, err)) ||
@@ -865,6 +931,7 @@ static fk_status tuning_from_env(cuda_backend *cb, fk_error *err)
         (s = env_int("FK_QUANT_MMA_MAX_M", 0, 1 << 20, &quant_mma_max_m, err)) ||
         (s = env_int("FK_QUANT_MMA_ROWS", 0, 128, &cb->quant_mma_rows, err)) ||
         (s = env_int("FK_DEQUANT_SCRATCH_MB", 1, 65536, &scratch_mb, err)) ||
+        (s = env_int("FK_PADDED_SCRATCH_MB", 1, 65536, &padded_mb, err)) ||
         (s = env_int("FK_PDL", 0, 1, &pdl, err)) || (s = env_int("FK_PREFILL_HOPPER", 0, 1, &hopper, err)))
         return s;
     if (cb->quant_mma_rows && cb->quant_mma_rows != 64 && cb->quant_mma_rows != 128)
@@ -873,6 +940,7 @@ static fk_status tuning_from_env(cuda_backend *cb, fk_error *err)
     cb->quant_mma_max_m[0] = quant_mma_max_m < 0 ? QUANT_MMA_MAX_M_INT8 : quant_mma_max_m;
     cb->quant_mma_max_m[1] = quant_mma_max_m < 0 ? QUANT_MMA_MAX_M_INT4 : quant_mma_max_m;
     cb->dequant_cap = (size_t)scratch_mb << 20;
+    cb->padded_cap = (size_t)padded_mb << 20;
     CUDA_OK(k_pdl_configure(pdl, &enabled), "programmatic dependent launch");
     const char *trace = getenv("FK_TRACE_FILE");
     if (trace && *trace)

@@ -2,7 +2,8 @@
 // backend_cuda.c calls it) on the linears of GPT-2 124M and Llama-3.2-1B (each with a 50,257-token head, as GPT-2
 // and bench-1b have) and Llama-3-8B, at m = 1 .. 64 tokens and at 128 and 256 (ours in passes of 64 tokens, as the
 // backend runs it on heads whose rows cuBLAS cannot take aligned), with the epilogue each layer uses (bias, GELU,
-// SiLU·mul). Bytes counted: W once (also where passes read it more often), plus x and y. Then the quantized small-batch
+// SiLU·mul); for the heads also cuBLAS on W's rows padded to a multiple of 8, y's rows packed by a 2-D copy (RESULT
+// cublas_padded lines). Bytes counted: W once (also where passes read it more often), plus x and y. Then the quantized small-batch
 // linear (k_linear_quant, INT8 and INT4) on the same shapes at m = 1, 4, 8, 16, bytes counted: the packed weights and
 // their scales once, plus x and y, beside the fp16 times. Each variant is recorded 32 times into a CUDA graph cycling
 // through copies of W that together exceed the L2 cache (so every call reads W from DRAM, as a decode step does), with
@@ -217,11 +218,12 @@ int main(int argc, char **argv)
         const size_t w_elems = (size_t)rows * sh.k;
         const int copies = std::max(2, (int)(256e6 / (w_elems * 2.0)) + 1);
         std::vector<__half *> w;
+        const int ld = (rows + 7) / 8 * 8; // rows as the backend stores them (zero rows past `rows` there)
         for (int c = 0; c < copies; c++)
-            w.push_back(random_halves(w_elems, 10 + c));
+            w.push_back(random_halves((size_t)ld * sh.k, 10 + c));
         __half *x = random_halves((size_t)max_m * sh.k, 3), *bias = random_halves(rows, 4), *y, *tmp;
         CHECK(cudaMalloc(&y, (size_t)max_m * rows * sizeof(__half)));
-        CHECK(cudaMalloc(&tmp, (size_t)max_m * rows * sizeof(__half)));
+        CHECK(cudaMalloc(&tmp, (size_t)max_m * ((rows + 7) / 8 * 8) * sizeof(__half)));
         for (int m : ms) {
             const int pass = std::min(m, K_LINEAR_SMALL_MAX_M);
             const int splits = k_linear_small_splits(pass, sh.k, sh.n, sh.epilogue, prop.multiProcessorCount);
@@ -238,6 +240,19 @@ int main(int argc, char **argv)
                                   sh.k, x, CUDA_R_16F, sh.k, &zero, tmp, CUDA_R_16F, rows, CUBLAS_COMPUTE_32F,
                                   CUBLAS_GEMM_DEFAULT));
             });
+            // rows not a multiple of 8 (a 50,257-token head): cuBLAS on W's rows padded to a multiple of 8, then a
+            // 2-D copy packs y's rows (the backend's way above the small kernel's range)
+            if (rows % 8) {
+                const double padded_us = us_per_call(stream, [&](int i) {
+                    const float one = 1.0f, zero = 0.0f;
+                    BLAS(cublasGemmEx(blas, CUBLAS_OP_T, CUBLAS_OP_N, ld, m, sh.k, &one, w[i % copies], CUDA_R_16F,
+                                      sh.k, x, CUDA_R_16F, sh.k, &zero, tmp, CUDA_R_16F, ld, CUBLAS_COMPUTE_32F,
+                                      CUBLAS_GEMM_DEFAULT));
+                    CHECK(cudaMemcpy2DAsync(y, rows * sizeof(__half), tmp, ld * sizeof(__half), rows * sizeof(__half),
+                                            m, cudaMemcpyDeviceToDevice, stream));
+                });
+                printf("RESULT cublas_padded%s %s %s m=%d: %.2f us\n", variant, sh.model, sh.layer, m, padded_us);
+            }
             const double bytes = w_elems * 2.0 + (double)m * sh.k * 2 + (double)m * sh.n * 2;
             const double g_ours = bytes / (ours * 1e-6) / 1e9, g_blas = bytes / (blas_us * 1e-6) / 1e9;
             fp16_us[{shape_i, m}] = ours, cublas_us[{shape_i, m}] = blas_us;

@@ -163,8 +163,9 @@ static void linear_case(backend *g, enum linear_kind kind, fk_quantization forma
  * and one past its range, then larger ones, on odd shapes: k not a multiple of the kernel's 32-wide step (or of 8:
  * cuBLAS), rows not a multiple of 16, few rows with a long k (split-K across blocks), the model shapes; and random
  * shapes drawn each run. Each kind runs with the small kernel on for its whole range (FK_SMALL_LINEAR_MAX_M=64; on
- * unaligned output rows up to the default 256 tokens, in passes of 64: the 100-token cases) and off (both 0: cuBLAS
- * everywhere). */
+ * unaligned output rows up to 256 tokens, in passes of 64: the 100-token cases) and off (both 0: cuBLAS everywhere;
+ * on unaligned output rows, W's padded rows into the padded scratch, here of 1 MiB, so that a 300-token head-like
+ * case goes in two chunks). */
 static void linear_cases(enum linear_kind kind)
 {
     const int shapes[][2] = {{64, 64}, {136, 33}, {2048, 3072}, {8192, 64}, {768, 2304}, {40, 83}, {129, 100},
@@ -177,13 +178,15 @@ static void linear_cases(enum linear_kind kind)
         char max_m[16];
         snprintf(max_m, sizeof max_m, "%d", on ? K_LINEAR_SMALL_MAX_M : 0);
         setenv("FK_SMALL_LINEAR_MAX_M", max_m, 1);
+        setenv("FK_SMALL_LINEAR_UNALIGNED_MAX_M", on ? "256" : "0", 1);
         if (!on)
-            setenv("FK_SMALL_LINEAR_UNALIGNED_MAX_M", "0", 1);
+            setenv("FK_PADDED_SCRATCH_MB", "1", 1);
         backend *g = NULL;
         if (backend_cuda_create(&g, &err))
             fail_msg("%s", err.message);
         unsetenv("FK_SMALL_LINEAR_MAX_M");
         unsetenv("FK_SMALL_LINEAR_UNALIGNED_MAX_M");
+        unsetenv("FK_PADDED_SCRATCH_MB");
         gpu = g; /* the helpers upload through `gpu` */
         const char *mode = on ? "small kernel" : "cuBLAS";
         for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
@@ -194,6 +197,8 @@ static void linear_cases(enum linear_kind kind)
                 linear_case(g, kind, FK_QUANT_NONE, mid[i], in, out, (i + k) % 2, mode);
             linear_case(g, kind, FK_QUANT_NONE, ns[k % 4], in, out, k % 2, mode);
         }
+        if (!on) /* 1 MiB holds 166 padded rows of 3,141 */
+            linear_case(g, kind, FK_QUANT_NONE, 300, 2048, 3141, false, "cuBLAS, padded rows in two chunks");
         for (int r = 0; r < 6; r++) { /* random shapes: k a multiple of 8 (the small kernel's) or not */
             const int in = 8 * (1 + (int)tu_below(&rng, 600)) + (r == 5 ? 3 : 0), out = 1 + (int)tu_below(&rng, 700);
             linear_case(g, kind, FK_QUANT_NONE, 1 + (int)tu_below(&rng, r < 4 ? 64 : 300), in, out, r % 2, mode);
@@ -384,8 +389,9 @@ static void test_quant_layout(void **state)
     const char *bad[][2] = {{"FK_QUANT_SMALL_MAX_M", "257"},
                             {"FK_DEQUANT_SCRATCH_MB", "0"},
                             {"FK_QUANT_MMA_MAX_M", "-1"},
-                            {"FK_QUANT_MMA_ROWS", "96"}};
-    for (int i = 0; i < 4; i++) {
+                            {"FK_QUANT_MMA_ROWS", "96"},
+                            {"FK_PADDED_SCRATCH_MB", "0"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         setenv(bad[i][0], bad[i][1], 1);
         backend *g = NULL;
         fk_error err = {0};
