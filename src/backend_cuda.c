@@ -66,7 +66,7 @@ typedef struct cuda_backend {
 #define SMALL_LINEAR_MAX_M_DEFAULT 16 /* the crossover against cuBLAS, kernels/bench/bench_linear (BENCHMARKS.md) */
 /* Linears whose output rows are not whole 16-byte vectors (a 50,257-token head): ours up to this many tokens, then
  * cuBLAS on W's padded rows (cublas_linear_any), which is level with ours at 16-32 tokens and 1.9x / 3.2x faster at
- * 128 / 256 (kernels/bench/bench_linear; bench-1b at 256 requests +7.7 %, BENCHMARKS.md). */
+ * 128 / 256 (kernels/bench/bench_linear; bench-1b at 256 requests +7.8 %, BENCHMARKS.md). */
 #define UNALIGNED_MAX_M_DEFAULT 32
 /* Two passes of the small kernel, not the tiled one, up to 32 tokens: in bench-1b's decode step at 32 requests the
  * tiled kernel did not gain for INT8 (-2 %) though it wins on most shapes alone, and loses on most for INT4
