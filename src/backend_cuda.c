@@ -256,24 +256,33 @@ static int stored_rows(int rows)
     return rows > 1 ? (rows + 7) / 8 * 8 : rows;
 }
 
+/* Grows a scratch buffer (*buf, *bytes) to hold `all` bytes, or `cap` (at least `row`) if that is smaller. Done at
+ * load, so that no pass allocates (graphs record addresses). */
+static fk_status grow_scratch(cuda_backend *cb, void **buf, size_t *bytes, size_t row, size_t all, size_t cap,
+                              const char *what, fk_error *err)
+{
+    size_t need = all < cap ? all : cap;
+    need = need > row ? need : row;
+    if (need <= *bytes)
+        return FK_OK;
+    CUDA_OK(cudaFree(*buf), what); /* waits for any work still using it */
+    *buf = NULL;
+    *bytes = 0;
+    fk_status s = cuda_alloc(&cb->base, need, buf, err);
+    if (!s)
+        *bytes = need;
+    return s;
+}
+
 /* The padded-output scratch, grown for a weight whose rows are stored padded (stored_rows > rows): PADDED_ROWS
- * outputs of stored_rows, or padded_cap bytes (at least one output) if that is smaller. Grown at load. */
+ * outputs of stored_rows, or padded_cap bytes (at least one output) if that is smaller. */
 static fk_status reserve_padded(cuda_backend *cb, int rows, fk_error *err)
 {
     if (stored_rows(rows) == rows)
         return FK_OK;
-    const size_t row = (size_t)stored_rows(rows) * sizeof(uint16_t), all = row * PADDED_ROWS;
-    size_t need = all < cb->padded_cap ? all : cb->padded_cap;
-    need = need > row ? need : row;
-    if (need <= cb->padded_bytes)
-        return FK_OK;
-    CUDA_OK(cudaFree(cb->padded), "cudaFree (padded-output scratch)"); /* waits for any work still using it */
-    cb->padded = NULL;
-    cb->padded_bytes = 0;
-    fk_status s = cuda_alloc(&cb->base, need, &cb->padded, err);
-    if (!s)
-        cb->padded_bytes = need;
-    return s;
+    const size_t row = (size_t)stored_rows(rows) * sizeof(uint16_t);
+    return grow_scratch(cb, &cb->padded, &cb->padded_bytes, row, row * PADDED_ROWS, cb->padded_cap,
+                        "cudaFree (padded-output scratch)", err);
 }
 
 static fk_status cuda_upload_weight(backend *b, const float *host, int rows, int cols, void **out, fk_error *err)
@@ -299,21 +308,12 @@ static fk_status cuda_upload_weight(backend *b, const float *host, int rows, int
 }
 
 /* The dequantization scratch, grown for a quantized weight of rows x cols: the whole fp16 matrix, or dequant_cap
- * bytes (at least a row) if that is smaller. Grown at load, so that no pass allocates (graphs record addresses). */
+ * bytes (at least a row) if that is smaller. */
 static fk_status reserve_dequant(cuda_backend *cb, int rows, int cols, fk_error *err)
 {
-    const size_t row = (size_t)cols * sizeof(uint16_t), all = row * (size_t)rows;
-    size_t need = all < cb->dequant_cap ? all : cb->dequant_cap;
-    need = need > row ? need : row;
-    if (need <= cb->dequant_bytes)
-        return FK_OK;
-    CUDA_OK(cudaFree(cb->dequant), "cudaFree (dequantization scratch)"); /* waits for any work still using it */
-    cb->dequant = NULL;
-    cb->dequant_bytes = 0;
-    fk_status s = cuda_alloc(&cb->base, need, &cb->dequant, err);
-    if (!s)
-        cb->dequant_bytes = need;
-    return s;
+    const size_t row = (size_t)cols * sizeof(uint16_t);
+    return grow_scratch(cb, &cb->dequant, &cb->dequant_bytes, row, row * (size_t)rows, cb->dequant_cap,
+                        "cudaFree (dequantization scratch)", err);
 }
 
 _Static_assert((int)FK_QUANT_INT8 == (int)K_QUANT_INT8 && (int)FK_QUANT_INT4 == (int)K_QUANT_INT4,
