@@ -379,8 +379,17 @@ template <int D> bool four_warp_blocks(int pairs, int n_sms)
     return pairs >= (D == 64 ? 3 : 12) * n_sms;
 }
 
+// The fragments kernel (one warp a pair, 16 an SM) wants the pairs to fill the GPU: on an H100 (BENCHMARKS.md) it
+// is 6-13 % faster than the 4-warp blocks from 128 sequences x 8 KV heads (1,024 pairs) up, at 129-256 keys and at
+// 1,000-1,100, and 20 % slower at 64 x 8.
+inline bool fragments_kernel(int pairs, int n_sms)
+{
+    return pairs >= 7 * n_sms;
+}
+
 // Stages in flight need cp.async, which the code has only when compiled for sm_80 or later: the choice follows the
-// architecture the kernels were built for (so the compute_75 PTX build runs Turing's configuration anywhere).
+// architecture the kernels were built for (so the compute_75 PTX build runs Turing's configuration anywhere, and the
+// fragments kernel only where decode_kernel asks for it: it is not measured on a T4).
 template <int D> cudaError_t launch_stages(const k_attn_args *a, int split_len, int n_splits, float *scratch,
                                            cudaStream_t s)
 {
@@ -395,9 +404,13 @@ template <int D> cudaError_t launch_stages(const k_attn_args *a, int split_len, 
             return e;
         ptx = attr.ptxVersion;
     }
+    const int pairs = a->n_seqs * a->n_kv_heads;
+    if (k_attention_decode_fragments_applies(a, n_splits) && a->decode_kernel != K_DECODE_STAGED &&
+        (a->decode_kernel == K_DECODE_FRAGMENTS || (ptx >= 80 && fragments_kernel(pairs, n_sms))))
+        return k_attention_decode_fragments(a, s);
     if (ptx < 80)
         return launch<D, 1, 4>(a, split_len, n_splits, scratch, s);
-    return four_warp_blocks<D>(a->n_seqs * a->n_kv_heads, n_sms)
+    return four_warp_blocks<D>(pairs, n_sms)
                ? launch<D, FK_DECODE_STAGES, 4>(a, split_len, n_splits, scratch, s)
                : launch<D, FK_DECODE_STAGES, FK_DECODE_WARPS>(a, split_len, n_splits, scratch, s);
 }

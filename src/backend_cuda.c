@@ -39,6 +39,7 @@ typedef struct cuda_backend {
     int quant_mma_max_m[2]; /* more tokens, up to this many: k_linear_quant_mma; INT8, INT4 (FK_QUANT_MMA_MAX_M
                              * sets both) */
     int quant_mma_rows;     /* its blocks' rows of W: 0 lets the kernel choose, 64 or 128 (FK_QUANT_MMA_ROWS) */
+    int decode_kernel;      /* k_attn_args.decode_kernel (FK_DECODE_FRAGMENTS) */
     void *dequant;         /* larger batches: a quantized weight dequantized to fp16 here, for cuBLAS */
     size_t dequant_bytes;  /* its size: the largest quantized weight uploaded, at most dequant_cap */
     size_t dequant_cap;    /* (FK_DEQUANT_SCRATCH_MB); a larger weight is dequantized a chunk of rows at a time */
@@ -613,6 +614,7 @@ static fk_status decode_attention(cuda_backend *cb, const k_attn_args *args, int
 {
     k_attn_args a = *args;
     a.n_seqs = n_seqs;
+    a.decode_kernel = cb->decode_kernel;
     const int n_splits = k_attention_decode_splits(n_seqs, a.n_kv_heads, max_context, cb->n_sms);
     const int split_len = (max_context + n_splits - 1) / n_splits;
     return launched(k_attention_decode(&a, split_len, n_splits, scratch, cb->stream), "attention_decode", err);
@@ -900,7 +902,9 @@ static fk_status gelu_epilogue_choice(bool *by_cublaslt, fk_error *err)
  * k_linear_quant_mma_rows choose),
  * FK_DEQUANT_SCRATCH_MB (1..65536, default DEQUANT_SCRATCH_MB_DEFAULT), FK_PADDED_SCRATCH_MB (1..65536, default
  * PADDED_SCRATCH_MB_DEFAULT: the padded-output scratch's cap), FK_PDL (0 turns programmatic dependent launch
- * off) and FK_PREFILL_HOPPER (0 keeps prefill attention on the mma.sync kernel on a Hopper too). FK_TRACE_FILE, in a
+ * off), FK_PREFILL_HOPPER (0 keeps prefill attention on the mma.sync kernel on a Hopper too) and FK_DECODE_FRAGMENTS
+ * (0 keeps decode attention on the shared-memory kernel, 1 sends it every call the fragments kernel applies to;
+ * unset, kernels.h's K_DECODE_AUTO). FK_TRACE_FILE, in a
  * build with -DFK_TRACE only, names the file of the kernel timeline (kernels.h's k_trace_start). */
 static fk_status env_int(const char *name, int lo, int hi, int *v, fk_error *err)
 {
@@ -922,7 +926,7 @@ static fk_status tuning_from_env(cuda_backend *cb, fk_error *err)
     cb->unaligned_max_m = UNALIGNED_MAX_M_DEFAULT;
     cb->quant_small_max_m = QUANT_SMALL_MAX_M_DEFAULT;
     int quant_mma_max_m = -1;
-    int pdl = 1, hopper = 1, enabled, scratch_mb = DEQUANT_SCRATCH_MB_DEFAULT, padded_mb = PADDED_SCRATCH_MB_DEFAULT;
+    int pdl = 1, hopper = 1, fragments = -1, enabled, scratch_mb = DEQUANT_SCRATCH_MB_DEFAULT, padded_mb = PADDED_SCRATCH_MB_DEFAULT;
     fk_status s;
     if ((s = gelu_epilogue_choice(&cb->gelu_by_cublaslt, err)) ||
         (s = env_int("FK_SMALL_LINEAR_MAX_M", 0, K_LINEAR_SMALL_MAX_M, &cb->small_linear_max_m, err)) ||
@@ -932,8 +936,10 @@ static fk_status tuning_from_env(cuda_backend *cb, fk_error *err)
         (s = env_int("FK_QUANT_MMA_ROWS", 0, 128, &cb->quant_mma_rows, err)) ||
         (s = env_int("FK_DEQUANT_SCRATCH_MB", 1, 65536, &scratch_mb, err)) ||
         (s = env_int("FK_PADDED_SCRATCH_MB", 1, 65536, &padded_mb, err)) ||
-        (s = env_int("FK_PDL", 0, 1, &pdl, err)) || (s = env_int("FK_PREFILL_HOPPER", 0, 1, &hopper, err)))
+        (s = env_int("FK_PDL", 0, 1, &pdl, err)) || (s = env_int("FK_PREFILL_HOPPER", 0, 1, &hopper, err)) ||
+        (s = env_int("FK_DECODE_FRAGMENTS", 0, 1, &fragments, err)))
         return s;
+    cb->decode_kernel = fragments < 0 ? K_DECODE_AUTO : fragments ? K_DECODE_FRAGMENTS : K_DECODE_STAGED;
     if (cb->quant_mma_rows && cb->quant_mma_rows != 64 && cb->quant_mma_rows != 128)
         return fk_error_set(err, FK_ERR_INVALID_ARGUMENT, "FK_QUANT_MMA_ROWS=\"%d\" (expected 0, 64 or 128)",
                             cb->quant_mma_rows);

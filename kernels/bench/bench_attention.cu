@@ -162,6 +162,39 @@ static void bench_decode(const char *variant, int S, int ctx, int H, int Hkv, in
     CHECK(cudaFree(scratch));
 }
 
+// Decode over S sequences of lo .. hi keys (uniform at random, fixed seed), 32 / 8 heads of 64 (Llama-3.2-1B, as
+// bench-1b's 256-request steps have them at 128 + 1 .. 128 + 128), on each kernel: the shared-memory one
+// (K_DECODE_STAGED) and the default choice (K_DECODE_AUTO: the fragments kernel from 7 x SMs pairs).
+static void bench_decode_kernels(int S, int lo, int hi, int n_sms, double copy)
+{
+    const int H = 32, Hkv = 8, D = 64, copies = 3;
+    std::vector<paged> p;
+    std::vector<int32_t> cl(S);
+    srand(7);
+    double bytes = 0;
+    for (int s = 0; s < S; s++)
+        cl[s] = lo + rand() % (hi - lo + 1), bytes += 4.0 * cl[s] * Hkv * D;
+    for (int c = 0; c < copies; c++) {
+        p.push_back(make_paged(S, hi, 1, H, Hkv, D, 200 + c, nullptr));
+        CHECK(cudaMemcpy((void *)p.back().a.context_len, cl.data(), S * 4, cudaMemcpyHostToDevice));
+    }
+    void *scratch;
+    CHECK(cudaMalloc(&scratch, k_attention_decode_scratch_bytes(S, H, Hkv, D, n_sms)));
+    const int n_splits = k_attention_decode_splits(S, Hkv, hi, n_sms), split_len = (hi + n_splits - 1) / n_splits;
+    for (int kernel : {K_DECODE_STAGED, K_DECODE_AUTO}) {
+        for (paged &q : p)
+            q.a.decode_kernel = kernel;
+        auto run = [&](int i) { CHECK(k_attention_decode(&p[i % copies].a, split_len, n_splits, scratch, 0)); };
+        const float ms = median_ms(run, 10, 50);
+        const double gbs = bytes / (ms * 1e-3) / 1e9;
+        printf("RESULT decode_attention %s %dx%d..%d h%d/%d d%d: %.2f us, %.0f GB/s = %.1f%% of copy\n",
+               kernel == K_DECODE_STAGED ? "staged" : "auto  ", S, lo, hi, H, Hkv, D, ms * 1e3, gbs, 100 * gbs / copy);
+    }
+    for (paged &q : p)
+        free_paged(q);
+    CHECK(cudaFree(scratch));
+}
+
 // Prefill: S x n tokens, H heads of D, causal, with tiles of tile_rows queries.
 static void bench_prefill(int S, int n, int H, int D, int tile_rows)
 {
@@ -198,6 +231,9 @@ int main(int argc, char **argv)
     bench_decode(variant, 64, 4096, 32, 8, 64, n_sms, copy);
     if (*variant)
         return 0;
+    for (int S : {64, 96, 112, 128, 160, 192, 256, 384})
+        bench_decode_kernels(S, 129, 256, n_sms, copy);
+    bench_decode_kernels(256, 1000, 1100, n_sms, copy);
     int hopper_rows;
     CHECK(k_attention_prefill_tile_rows(1, &hopper_rows));
     for (int rows : {hopper_rows, 64}) {

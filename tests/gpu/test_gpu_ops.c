@@ -616,10 +616,13 @@ static void test_sample(void **state)
  * caches hold only the positions before the queries, and the step's qkv rows go to attention_rope unrotated, which
  * stores them (the CPU's is rope_store_kv then attention; the CUDA backend fuses the two for one-query batches): its
  * output and the queries' cached K/V are compared. */
+#define MAX_CASE_SEQS 160
+
 static void attention_case(int n_seqs, const int *nq, const int *ctx, int H, int Hkv, int D, int B, bool rope,
                            bool op_rope)
 {
-    int max_blocks = 0, total_blocks = 0, n_tok = 0, qs[65] = {0};
+    assert_true(n_seqs <= MAX_CASE_SEQS);
+    int max_blocks = 0, total_blocks = 0, n_tok = 0, qs[MAX_CASE_SEQS + 1] = {0};
     for (int s = 0; s < n_seqs; s++) {
         const int nb = (ctx[s] + B - 1) / B;
         max_blocks = nb > max_blocks ? nb : max_blocks;
@@ -705,7 +708,7 @@ static void attention_case(int n_seqs, const int *nq, const int *ctx, int H, int
             for (size_t e = 0; e < row; e++)
                 qkv[(size_t)t * row + e] = fp16_to_f32(f32_to_fp16(src[e]));
         }
-    int32_t ctx32[64], qs32[65];
+    int32_t ctx32[MAX_CASE_SEQS], qs32[MAX_CASE_SEQS + 1];
     for (int s = 0; s <= n_seqs; s++)
         qs32[s] = qs[s];
     for (int s = 0; s < n_seqs; s++)
@@ -831,7 +834,45 @@ static void test_attention_decode(void **state)
             nq64[s] = 1, ctx64[s] = 1 + (int)tu_below(&rng, 300);
         attention_case(64, nq64, ctx64, 32, 8, 64, 16, true, op_rope);
         attention_case(64, nq64, ctx64, 32, 32, 128, 16, true, op_rope);
+        /* 128 x 8 pairs at head dim 64: the fragments kernel by default on GPUs of up to ~145 SMs (an H100's 132). */
+        int nq128[128], ctx128[128];
+        for (int s = 0; s < 128; s++)
+            nq128[s] = 1, ctx128[s] = 1 + (int)tu_below(&rng, 300);
+        attention_case(128, nq128, ctx128, 32, 8, 64, 16, true, op_rope);
     }
+}
+
+/* The fragments kernel (FK_DECODE_FRAGMENTS=1) on every call it applies to, on any GPU: head dim 64, query heads per
+ * KV head 1 to 16, blocks of 16 and 32 keys, the new key at a tile's first and last row and alone in its context,
+ * contexts of more than 32 blocks (its block-table window moves), with and without RoPE; an odd block size falls
+ * back to the shared-memory kernel. */
+static void test_attention_decode_fragments(void **state)
+{
+    (void)state;
+    backend *shared = gpu;
+    fk_error err = {0};
+    setenv("FK_DECODE_FRAGMENTS", "1", 1);
+    if (backend_cuda_create(&gpu, &err))
+        fail_msg("%s", err.message);
+    unsetenv("FK_DECODE_FRAGMENTS");
+    for (int op_rope = 0; op_rope <= 1; op_rope++) {
+        const int groups[5] = {1, 4, 8, 12, 16}, blocks[2] = {16, 32};
+        for (int gi = 0; gi < 5; gi++)
+            for (int bi = 0; bi < 2; bi++) {
+                /* up to 256 keys: one split, whatever the GPU */
+                int nq[7] = {1, 1, 1, 1, 1, 1, 1}, ctx[7] = {1, 16, 17, 32, 33, 129, 256};
+                attention_case(7, nq, ctx, 2 * groups[gi], 2, 64, blocks[bi], gi != 2, op_rope);
+            }
+        /* 160 x 4 pairs (no splits on GPUs of up to 640 SMs) of up to 1,100 keys: the table window at 512 and 1,024. */
+        int nq[160], ctx[160];
+        for (int s = 0; s < 160; s++)
+            nq[s] = 1, ctx[s] = s < 4 ? 512 + s : 1 + (int)tu_below(&rng, 1100);
+        attention_case(160, nq, ctx, 16, 4, 64, 16, true, op_rope);
+        int nq5[3] = {1, 1, 1}, ctx5[3] = {7, 200, 64}; /* block size 5: the shared-memory kernel */
+        attention_case(3, nq5, ctx5, 8, 8, 64, 5, true, op_rope);
+    }
+    gpu->ops->destroy(gpu);
+    gpu = shared;
 }
 
 /* A head dim the kernels lack (they take 64 and 128) is refused with FK_ERR_UNSUPPORTED by both attention ops,
@@ -866,6 +907,7 @@ int main(void)
         cmocka_unit_test(test_elementwise),     cmocka_unit_test(test_embed_widths),
         cmocka_unit_test(test_sample),
         cmocka_unit_test(test_attention_prefill), cmocka_unit_test(test_attention_decode),
+        cmocka_unit_test(test_attention_decode_fragments),
         cmocka_unit_test(test_attention_head_dim_unsupported),
     };
     /* FK_TEST_FILTER=test_quant* runs only the matching tests (e.g. one per compute-sanitizer process). */
