@@ -74,8 +74,8 @@ __global__ void __launch_bounds__(THREADS) sample_kernel(int32_t *tokens, const 
     row_ctx c = {logits + (size_t)blockIdx.x * vocab, vocab, 0, p.temperature};
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 
-    // The largest logit and its first index. The row is read 8 logits at a time (16-byte loads, several in flight
-    // per thread) from its first aligned element on; a row of an odd vocabulary starts anywhere, so the few logits
+    // The largest logit and its first index. The row is read 8 logits at a time (16-byte loads, all of a thread's
+    // in flight together) from its first aligned element on; a row of an odd vocabulary starts anywhere, so the few logits
     // before that element and after the last whole vector are read one by one. A thread sees its elements in
     // increasing order, so with ">" it keeps the first index of its maximum, as the block reduction below does
     // across threads.
@@ -89,16 +89,27 @@ __global__ void __launch_bounds__(THREADS) sample_kernel(int32_t *tokens, const 
     const int n_vec = (vocab - head) / 8;
     if (threadIdx.x < head)
         consider(__half2float(c.logits[threadIdx.x]), threadIdx.x);
+    // IN_FLIGHT loads a thread are issued before any is compared: a vocabulary of up to 64K (GPT-2's 50,257, 6 or 7
+    // vectors a thread) is one round trip to memory, not one a vector.
+    constexpr int IN_FLIGHT = 8;
     const uint4 *vec = reinterpret_cast<const uint4 *>(c.logits + head);
-#pragma unroll 8
-    for (int v = threadIdx.x; v < n_vec; v += THREADS) {
-        half8 h;
-        h.u = __ldg(vec + v);
+    for (int v0 = threadIdx.x; v0 < n_vec; v0 += IN_FLIGHT * THREADS) {
+        half8 h[IN_FLIGHT];
 #pragma unroll
-        for (int j = 0; j < 4; j++) {
-            const float2 f = __half22float2(h.h2[j]);
-            consider(f.x, head + 8 * v + 2 * j);
-            consider(f.y, head + 8 * v + 2 * j + 1);
+        for (int k = 0; k < IN_FLIGHT; k++)
+            if (v0 + k * THREADS < n_vec)
+                h[k].u = __ldg(vec + v0 + k * THREADS);
+#pragma unroll
+        for (int k = 0; k < IN_FLIGHT; k++) {
+            const int v = v0 + k * THREADS;
+            if (v >= n_vec)
+                break;
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                const float2 f = __half22float2(h[k].h2[j]);
+                consider(f.x, head + 8 * v + 2 * j);
+                consider(f.y, head + 8 * v + 2 * j + 1);
+            }
         }
     }
     if (head + 8 * n_vec + (int)threadIdx.x < vocab)
