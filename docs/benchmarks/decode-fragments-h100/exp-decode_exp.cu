@@ -175,7 +175,9 @@ int main(int argc, char **argv)
                   {"r2d2b3", launch_reg<64, 2, 2, 3>}, {"r4d1", launch_reg<64, 1, 4, 4>}, {"r4d2", launch_reg<64, 2, 4, 4>},
                   {"r4d2b3", launch_reg<64, 2, 4, 3>}, {"r1d1b5", launch_reg<64, 1, 1, 5>},
                   {"r1d1b6", launch_reg<64, 1, 1, 6>}, {"r2d1b5", launch_reg<64, 1, 2, 5>},
-                  {"s1d1", launch_reg<64, 1, 1, 4, false>}, {"s1d2b3", launch_reg<64, 2, 1, 3, false>}, {"s1d1b5", launch_reg<64, 1, 1, 5, false>}};
+                  {"s1d1", launch_reg<64, 1, 1, 4, false>}, {"r8d1", launch_reg<64, 1, 8, 1, true, 8>},
+                  {"r8d2", launch_reg<64, 2, 8, 1, true, 8>},
+                  {"r4d2n4", launch_reg<64, 2, 4, 2, true, 4>}, {"r8d1m2", launch_reg<64, 1, 8, 2, true, 8>}, {"s1d2b3", launch_reg<64, 2, 1, 3, false>}, {"s1d1b5", launch_reg<64, 1, 1, 5, false>}};
     std::vector<__half> ref;
     const char *only = argc > 4 ? argv[4] : nullptr;
     for (auto &f : cfgs) {

@@ -9,10 +9,10 @@ __device__ __forceinline__ uint32_t word_of(const uint4 &v, int w)
 {
     return w == 0 ? v.x : w == 1 ? v.y : w == 2 ? v.z : v.w;
 }
-template <int D, int DEPTH, int WPP, int MINB, bool BIG_G = true>
-__global__ void __launch_bounds__(128, MINB) decode_reg_kernel(k_attn_args a)
+template <int D, int DEPTH, int WPP, int MINB, bool BIG_G = true, int NW = 4>
+__global__ void __launch_bounds__(32 * NW, MINB) decode_reg_kernel(k_attn_args a)
 {
-    constexpr int NP = D / 32, NV = D / 64, PAIRS = 4 / WPP;
+    constexpr int NP = D / 32, NV = D / 64, PAIRS = NW / WPP;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
     const int pair = blockIdx.x * PAIRS + warp / WPP, part = warp % WPP;
     const bool active = pair < a.n_seqs * a.n_kv_heads;
@@ -171,8 +171,8 @@ __global__ void __launch_bounds__(128, MINB) decode_reg_kernel(k_attn_args a)
         }
         return;
     }
-    __shared__ float wo[4][16][D];
-    __shared__ float wm[4][16], wl[4][16];
+    __shared__ float wo[NW][16][D];
+    __shared__ float wm[NW][16], wl[NW][16];
 #pragma unroll
     for (int rr = 0; rr < 2; rr++) {
         const int row = g + 8 * rr;
@@ -205,11 +205,11 @@ __global__ void __launch_bounds__(128, MINB) decode_reg_kernel(k_attn_args a)
         out[(size_t)row * D + d] = __float2half(num / den);
     }
 }
-template <int D, int DEPTH, int WPP, int MINB, bool BIG_G = true>
+template <int D, int DEPTH, int WPP, int MINB, bool BIG_G = true, int NW = 4>
 cudaError_t launch_reg(const k_attn_args *a, int, int, float *, cudaStream_t stream)
 {
-    const int pairs = a->n_seqs * a->n_kv_heads, per_block = 4 / WPP;
-    return fk_launch(decode_reg_kernel<D, DEPTH, WPP, MINB, BIG_G>, dim3((pairs + per_block - 1) / per_block), dim3(128), 0,
+    const int pairs = a->n_seqs * a->n_kv_heads, per_block = NW / WPP;
+    return fk_launch(decode_reg_kernel<D, DEPTH, WPP, MINB, BIG_G, NW>, dim3((pairs + per_block - 1) / per_block), dim3(32 * NW), 0,
                      stream, *a);
 }
 } // namespace
