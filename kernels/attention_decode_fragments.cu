@@ -266,7 +266,8 @@ template <int D> __global__ void __launch_bounds__(32 * WARPS, 4) decode_fragmen
                 uint4 piece;
 #pragma unroll
                 for (int w = 0; w < 4; w++)
-                    word(piece, w) = pack_half2(o[8 * q + 2 * w][2 * rr + c] * inv, o[8 * q + 2 * w + 1][2 * rr + c] * inv);
+                    word(piece, w) =
+                        pack_half2(o[8 * q + 2 * w][2 * rr + c] * inv, o[8 * q + 2 * w + 1][2 * rr + c] * inv);
                 *reinterpret_cast<uint4 *>(out + (size_t)row * D + 64 * q + 16 * t + 8 * c) = piece;
             }
     }

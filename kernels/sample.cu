@@ -75,8 +75,8 @@ __global__ void __launch_bounds__(THREADS) sample_kernel(int32_t *tokens, const 
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 
     // The largest logit and its first index. The row is read 8 logits at a time (16-byte loads, all of a thread's
-    // in flight together) from its first aligned element on; a row of an odd vocabulary starts anywhere, so the few logits
-    // before that element and after the last whole vector are read one by one. A thread sees its elements in
+    // in flight together) from its first aligned element on; a row of an odd vocabulary starts anywhere, so the few
+    // logits before that element and after the last whole vector are read one by one. A thread sees its elements in
     // increasing order, so with ">" it keeps the first index of its maximum, as the block reduction below does
     // across threads.
     float best = -INFINITY;

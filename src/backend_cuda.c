@@ -904,8 +904,8 @@ static fk_status gelu_epilogue_choice(bool *by_cublaslt, fk_error *err)
  * PADDED_SCRATCH_MB_DEFAULT: the padded-output scratch's cap), FK_PDL (0 turns programmatic dependent launch
  * off), FK_PREFILL_HOPPER (0 keeps prefill attention on the mma.sync kernel on a Hopper too) and FK_DECODE_FRAGMENTS
  * (0 keeps decode attention on the shared-memory kernel, 1 sends it every call the fragments kernel applies to;
- * unset, kernels.h's K_DECODE_AUTO). FK_TRACE_FILE, in a
- * build with -DFK_TRACE only, names the file of the kernel timeline (kernels.h's k_trace_start). */
+ * unset, kernels.h's K_DECODE_AUTO). FK_TRACE_FILE, in a build with -DFK_TRACE only, names the file of the kernel
+ * timeline (kernels.h's k_trace_start). */
 static fk_status env_int(const char *name, int lo, int hi, int *v, fk_error *err)
 {
     const char *s = getenv(name);
@@ -926,7 +926,8 @@ static fk_status tuning_from_env(cuda_backend *cb, fk_error *err)
     cb->unaligned_max_m = UNALIGNED_MAX_M_DEFAULT;
     cb->quant_small_max_m = QUANT_SMALL_MAX_M_DEFAULT;
     int quant_mma_max_m = -1;
-    int pdl = 1, hopper = 1, fragments = -1, enabled, scratch_mb = DEQUANT_SCRATCH_MB_DEFAULT, padded_mb = PADDED_SCRATCH_MB_DEFAULT;
+    int pdl = 1, hopper = 1, fragments = -1, enabled;
+    int scratch_mb = DEQUANT_SCRATCH_MB_DEFAULT, padded_mb = PADDED_SCRATCH_MB_DEFAULT;
     fk_status s;
     if ((s = gelu_epilogue_choice(&cb->gelu_by_cublaslt, err)) ||
         (s = env_int("FK_SMALL_LINEAR_MAX_M", 0, K_LINEAR_SMALL_MAX_M, &cb->small_linear_max_m, err)) ||
