@@ -7,16 +7,18 @@ i - 1 has completed, so D_i = waited_{i+1} - waited_i is kernel i's share of the
 ready until it completed), and early_i = waited_i - start_i how long it was resident before that (streaming its
 first weights). The script finds the period of the repeating decode steps (graph replays: every step launches the
 same kernels), skips the first two, and prints the median D and early of each launch of a step, then the totals by
-launch shape. Kernels are named by shape only: grid x, grid y, block.
+launch shape. Kernels are named by shape only: grid x, grid y, block. Where the search picks the wrong period (a
+256-request bench-engine run, whose prefill steps repeat a shorter pattern), STEP_KERNELS gives it: the number of
+launches of one decode step, as a run of 64 requests on the same model shows it.
 
-usage: trace_report.py TRACE_FILE
+usage: trace_report.py TRACE_FILE [STEP_KERNELS]
 """
 import statistics
 import sys
 
 
 def main():
-    if len(sys.argv) != 2:
+    if len(sys.argv) not in (2, 3) or (len(sys.argv) == 3 and not sys.argv[2].isdigit()):
         sys.exit(__doc__)
     rows = [tuple(map(int, line.split())) for line in open(sys.argv[1]) if line.strip()]
     shape = [(r[2], r[3], r[5]) for r in rows]
@@ -24,7 +26,8 @@ def main():
     # The step's period: the shift under which the most launches repeat (ties: the shortest; a layer's period
     # scores lower, the step's ends breaking it). Warm-up and the last steps may differ: the steady part is the
     # longest stretch that repeats under it.
-    score = {q: sum(shape[i] == shape[i + q] for i in range(n - q)) / (n - q) for q in range(8, min(2000, n // 3))}
+    periods = [int(sys.argv[2])] if len(sys.argv) == 3 else range(8, min(2000, n // 3))
+    score = {q: sum(shape[i] == shape[i + q] for i in range(n - q)) / (n - q) for q in periods if 0 < q < n}
     if not score:
         sys.exit("too few launches (a decode run of a few dozen steps is needed)")
     best = max(score.values())
