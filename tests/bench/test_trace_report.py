@@ -2,7 +2,9 @@
 """kernels/bench/trace_report.py on synthetic timelines whose answer is known: random steps of random kernel shapes
 and durations (fresh each run; FK_TEST_SEED replays one), with warm-up launches before them and a different last
 step after, as a real run has. The report must find the step's length and give each launch's median D (the wait-to-
-wait time to the next launch) and early (start to wait), as computed here from the generated times."""
+wait time to the next launch) and early (start to wait), as computed here from the generated times. Given the step's
+launch count as its second argument, it must print the same; a wrong count is used as given, and one that is not a
+number is refused."""
 import os
 import random
 import statistics
@@ -54,9 +56,16 @@ def main():
             for r in rows:
                 f.write(" ".join(map(str, r)) + "\n")
         out = subprocess.run([sys.executable, REPORT, f.name], capture_output=True, text=True)
+        given = subprocess.run([sys.executable, REPORT, f.name, str(len(shapes))], capture_output=True, text=True)
+        refused = subprocess.run([sys.executable, REPORT, f.name, "x"], capture_output=True, text=True)
+        # A wrong count is taken as given: the report uses it or finds no step repeating under it.
+        wrong = subprocess.run([sys.executable, REPORT, f.name, str(len(shapes) + 1)], capture_output=True, text=True)
         os.unlink(f.name)
         if out.returncode:
             sys.exit(f"case {case}: trace_report.py failed: {out.stderr}")
+        assert given.returncode == 0 and given.stdout == out.stdout, f"case {case}: with the count given: {given}"
+        assert refused.returncode != 0 and "usage" in refused.stderr, f"case {case}: count 'x' not refused"
+        assert wrong.returncode != 0 or int(wrong.stdout.split()[3]) == len(shapes) + 1, f"case {case}: count ignored"
         lines = out.stdout.splitlines()
         head = lines[0].split()
         used, period = int(head[0]), int(head[3])
