@@ -7,12 +7,12 @@ i - 1 has completed, so D_i = waited_{i+1} - waited_i is kernel i's share of the
 ready until it completed), and early_i = waited_i - start_i how long it was resident before that (streaming its
 first weights). The script finds the period of the repeating decode steps (graph replays: every step launches the
 same kernels), skips the first two, and prints the median D and early of each launch of a step, then the totals by
-launch shape. Kernels are named by shape only: grid x, grid y, block. Where the search picks the wrong period (a
-256-request bench-engine run, whose prefill steps repeat a shorter pattern), STEP_KERNELS gives it: the number of
-launches of one decode step, as a run of 64 requests on the same model shows it.
+launch shape. Kernels are named by shape only: grid x, grid y, block. STEP_KERNELS, if given, is the step's
+number of launches, for a run where the search would pick another period.
 
 usage: trace_report.py TRACE_FILE [STEP_KERNELS]
 """
+import operator
 import statistics
 import sys
 
@@ -23,23 +23,27 @@ def main():
     rows = [tuple(map(int, line.split())) for line in open(sys.argv[1]) if line.strip()]
     shape = [(r[2], r[3], r[5]) for r in rows]
     n = len(rows)
-    # The step's period: the shift under which the most launches repeat (ties: the shortest; a layer's period
-    # scores lower, the step's ends breaking it). Warm-up and the last steps may differ: the steady part is the
-    # longest stretch that repeats under it.
+    # The step's period: the shift q whose longest stretch of repeating launches (shape[i] == shape[i + q]) covers
+    # the most launches, run + q. Every multiple of the step covers about as much (the steady part), so the
+    # shortest within q of the best wins. A layer's period, or any shift that is not the step's, breaks at every
+    # step's ends. (Counting all matching launches instead favours layer periods where prefill steps of another
+    # layout are many, and, divided by n - q, longer multiples where warm-up launches are.)
+    def longest_run(q):
+        best_start, best_len, start = 0, 0, 0
+        for i, same in enumerate(map(operator.eq, shape, shape[q:])):
+            if not same:
+                start = i + 1
+            elif i + 1 - start > best_len:
+                best_start, best_len = start, i + 1 - start
+        return best_start, best_len
+
     periods = [int(sys.argv[2])] if len(sys.argv) == 3 else range(8, min(2000, n // 3))
-    score = {q: sum(shape[i] == shape[i + q] for i in range(n - q)) / (n - q) for q in periods if 0 < q < n}
-    if not score:
+    runs = {q: longest_run(q) for q in periods if 0 < q < n}
+    if not runs:
         sys.exit("too few launches (a decode run of a few dozen steps is needed)")
-    best = max(score.values())
-    p = min(q for q, v in score.items() if v >= best - 0.005)
-    run_start, run_len, i = 0, 0, 0
-    while i < n - p:
-        j = i
-        while j < n - p and shape[j] == shape[j + p]:
-            j += 1
-        if j - i > run_len:
-            run_start, run_len = i, j - i
-        i = j + 1
+    best = max(run_len + q for q, (_, run_len) in runs.items())
+    p = min(q for q, (_, run_len) in runs.items() if run_len + q >= best - q)
+    run_start, run_len = runs[p]
     if run_len < 3 * p:
         sys.exit("no repeating step found (a decode run of a few dozen steps is needed)")
     # A step starts after the longest wait-to-wait gap (the host's time between steps) in the stretch's first period.
