@@ -143,6 +143,7 @@ const struct option cli_engine_options[CLI_ENGINE_OPTION_COUNT] = {
     {"gpu-memory-utilization", required_argument, 0, CLI_ENGINE_OPTION_BASE + 6},
     {"no-overlap", no_argument, 0, CLI_ENGINE_OPTION_BASE + 7},
     {"no-mixed-graphs", no_argument, 0, CLI_ENGINE_OPTION_BASE + 8},
+    {"decode-graphs", required_argument, 0, CLI_ENGINE_OPTION_BASE + 9},
 };
 
 const char cli_engine_usage[] =
@@ -160,7 +161,11 @@ const char cli_engine_usage[] =
     "  --no-overlap        run engine steps one at a time (default: the host schedules and reports while\n"
     "                      the GPU computes the step before; the tokens are the same)\n"
     "  --no-mixed-graphs   launch every op of steps with prefill chunks (default: on a GPU, up to 512 tokens,\n"
-    "                      the parts between attentions replay recorded graphs at a padded token count)\n";
+    "                      the parts between attentions replay recorded graphs at a padded token count)\n"
+    "  --decode-graphs W   when a GPU records the graphs decode-only steps replay: start (all of them when the\n"
+    "                      engine is created; seconds) or first-use (each when a step first needs it, which\n"
+    "                      stalls that step ~15 ms for a 1B model) (default: start in flashkernel-server,\n"
+    "                      first-use in the other commands)\n";
 
 bool cli_engine_option(int opt, const char *arg, fk_engine_params *ep)
 {
@@ -174,6 +179,13 @@ bool cli_engine_option(int opt, const char *arg, fk_engine_params *ep)
     case 6: return cli_parse_float("--gpu-memory-utilization", arg, 0.01f, 1, &ep->gpu_memory_utilization);
     case 7: ep->overlap = false; return true;
     case 8: ep->mixed_graphs = false; return true;
+    case 9:
+        if (strcmp(arg, "start") == 0 || strcmp(arg, "first-use") == 0) {
+            ep->decode_graphs_at_start = strcmp(arg, "start") == 0;
+            return true;
+        }
+        fprintf(stderr, "error: --decode-graphs must be start or first-use, got \"%s\"\n", arg);
+        return false;
     }
     return false;
 }

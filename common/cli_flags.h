@@ -28,8 +28,9 @@ const char *cli_default_model(void);
 char *cli_read_file(const char *path, size_t *len);
 
 /* Engine flags: --block-size --num-blocks --kv-cache-mb --max-num-seqs --max-num-batched-tokens --max-model-len
- * --gpu-memory-utilization --no-overlap --no-mixed-graphs. Option values start at CLI_ENGINE_OPTION_BASE. */
-enum { CLI_ENGINE_OPTION_BASE = 1000, CLI_ENGINE_OPTION_COUNT = 9 };
+ * --gpu-memory-utilization --no-overlap --no-mixed-graphs --decode-graphs. Option values start at
+ * CLI_ENGINE_OPTION_BASE. */
+enum { CLI_ENGINE_OPTION_BASE = 1000, CLI_ENGINE_OPTION_COUNT = 10 };
 extern const struct option cli_engine_options[CLI_ENGINE_OPTION_COUNT];
 extern const char cli_engine_usage[];
 /* Applies one of those options; false (after printing why) for a bad value. */

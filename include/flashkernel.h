@@ -161,6 +161,12 @@ typedef struct fk_engine_params {
                                  * between attentions, at a padded token count, recorded when the engine is created
                                  * (default true; on backends with graphs, not while profiling). Decode-only steps
                                  * replay whole-step graphs anyway */
+    bool decode_graphs_at_start; /* on backends with graphs, record the graph of every decode-only step shape (each
+                                  * sequence bucket at each block-table width) when the engine is created, so that
+                                  * no step waits for a recording (each takes ~15 ms for a 1B model on an H100, which
+                                  * stalls every running request); creation then takes longer (bench-1b, 256
+                                  * sequences, 4,096 tokens: 315 graphs). Default false: each is recorded the first
+                                  * time a step needs it (flashkernel-server turns it on) */
 } fk_engine_params;
 
 fk_engine_params fk_engine_params_default(void);
@@ -271,6 +277,7 @@ typedef struct fk_engine_stats {
     /* Device launches the host issued (each backend op counts one, though a GEMM or a fused op may launch two
      * kernels; a graph replay counts one), in decode-only steps and in steps with prefill chunks, and those steps */
     uint64_t decode_launches, decode_steps, prefill_launches, prefill_steps;
+    int decode_graphs; /* decode-step graphs recorded so far (at creation with decode_graphs_at_start) */
     bool failed;
 } fk_engine_stats;
 

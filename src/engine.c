@@ -268,6 +268,7 @@ fk_status fk_engine_create(fk_model *m, const fk_engine_params *params, fk_engin
         (s = kv_cache_create(m->be, c->n_layers, e->p.num_blocks, p.block_size, c->n_kv_heads, c->head_dim, &e->kv,
                              err)) ||
         (s = forward_record_pieces(m, e->ws, e->kv, err)) ||
+        (p.decode_graphs_at_start && (s = forward_record_decode_graphs(m, e->ws, e->kv, err))) ||
         (s = block_alloc_create(e->p.num_blocks, p.block_size, &e->blocks, err)) ||
         (s = scheduler_create(e->blocks, p.block_size, p.max_num_seqs, max_tokens, p.enable_prefix_caching,
                               &e->sched, err)) ||
@@ -741,6 +742,7 @@ fk_engine_stats fk_engine_get_stats(const fk_engine *e)
         .decode_steps = e->kind_steps[FK_PROFILE_DECODE],
         .prefill_launches = e->kind_launches[FK_PROFILE_PREFILL],
         .prefill_steps = e->kind_steps[FK_PROFILE_PREFILL],
+        .decode_graphs = e->ws->n_graphs,
         .failed = e->failed,
     };
 }

@@ -8,17 +8,14 @@
 #include "model_config.h"
 #include "model_weights.h"
 
-/* A recorded decode pass: replayable while the batch has n_seqs sequences and block tables padded to width. When
- * profiling, its marks and their op classes are those of the pass it recorded (a replay restores the classes: the
- * eager passes in between mark other sequences of ops). */
+/* A recorded decode pass, for one (sequence bucket, block-table width) of forward_ws. When profiling, its marks and
+ * their op classes are those of the pass it recorded (a replay restores the classes: the eager passes in between
+ * mark other sequences of ops); mark_class is then malloc'd, else NULL. */
 typedef struct forward_graph {
-    int n_seqs, width;
     void *graph;
     int n_marks;
-    uint8_t mark_class[PROF_MARKS];
+    uint8_t *mark_class;
 } forward_graph;
-
-#define FORWARD_GRAPHS 64
 
 /* Passes with prefill chunks of up to the last of these token counts run the layers' non-attention parts as
  * recorded pieces (piecewise graphs), at the next count up; the padding rows compute what they will and store no
@@ -50,8 +47,14 @@ typedef struct forward_ws {
     /* Decode passes (one token per sequence) replayed as graphs where the backend has them; only for a KV cache
      * that never moves (the engine's), since a graph keeps the cache's addresses. */
     bool graphs;
-    forward_graph graph[FORWARD_GRAPHS];
-    int n_graphs;
+    /* A decode pass of n sequences is padded to the first bucket_seqs >= n, its block tables to the first widths >=
+     * their width, and replayed from graph[width index * n_buckets + bucket index] (recorded on first use, or all at
+     * once by forward_record_decode_graphs). */
+    int *bucket_seqs, n_buckets; /* ascending: 1, 2, 4, 8, then steps of 8 to 256, 32 to 1,024, 128 beyond */
+    int *widths, n_widths;       /* ascending: powers of two, then max_blocks */
+    forward_graph *graph;        /* [n_widths * n_buckets] */
+    int n_graphs;                /* recorded so far */
+    int32_t *pad; /* host copies of a decode pass padded to its bucket: 6 arrays of max_seqs + 1, the block tables */
     /* Passes with prefill chunks (graphs and mixed_graphs, not profiling): between the attentions, piece p of
      * layers p - 1 and p (p = 0: the embedding and layer 0 up to its attention; p = n_layers: the last layer's
      * rest and the final norm), recorded per bucket at engine creation (forward_record_pieces), else on first
@@ -80,6 +83,11 @@ struct fk_model {
 fk_status forward_ws_create(const fk_model *m, int max_tokens, int max_seqs, int max_blocks, int max_logits,
                             bool graphs, bool mixed_graphs, bool profile, forward_ws **out, fk_error *err);
 void forward_ws_free(const fk_model *m, forward_ws *ws);
+
+/* Records the decode graph of every (sequence bucket, block-table width) that has none (no-op without graphs), by
+ * running a pass of padding sequences through each, so that no step waits for a recording (~15 ms each for bench-1b
+ * on an H100). Call once kv exists, before the first pass. */
+fk_status forward_record_decode_graphs(fk_model *m, forward_ws *ws, const kv_cache *kv, fk_error *err);
 
 /* Records every piece graph the passes with prefill chunks will replay (no-op without them), so that no request
  * waits for a recording: (n_layers + 1) graphs per token bucket up to max_tokens. Call once kv exists. */

@@ -8,6 +8,62 @@
 #include "error.h"
 #include "model.h"
 
+/* The sequence counts decode passes are padded to, ascending, the last `cap`: 1, 2, 4, 8, then steps of 8 to 256,
+ * of 32 to 1,024 and of 128 beyond. A server's batch changes by a few sequences at a time; with a graph per count
+ * it would record one (~15 ms for bench-1b on an H100) at nearly every count it meets. The padding costs little:
+ * the linears read their weights once either way. Writes them to out unless NULL; returns how many. */
+static int decode_buckets(int cap, int *out)
+{
+    for (int n = 0, s = 1;; n++) {
+        const int v = s < cap ? s : cap;
+        if (out)
+            out[n] = v;
+        if (v == cap)
+            return n + 1;
+        s = s < 8 ? 2 * s : s < 256 ? s + 8 : s < 1024 ? s + 32 : s + 128;
+    }
+}
+
+/* The block-table widths decode passes are padded to: powers of two, then max_blocks (so that a graph serves
+ * while contexts grow); as decode_buckets. */
+static int decode_widths(int max_blocks, int *out)
+{
+    for (int n = 0, w = 1;; n++, w *= 2) {
+        const int v = w < max_blocks ? w : max_blocks;
+        if (out)
+            out[n] = v;
+        if (v == max_blocks)
+            return n + 1;
+    }
+}
+
+/* The index of the first of v[n] (ascending) that is >= x; x <= v[n - 1]. */
+static int first_at_least(const int *v, int n, int x)
+{
+    int i = 0;
+    while (i < n - 1 && v[i] < x)
+        i++;
+    return i;
+}
+
+/* ws's decode-graph tables (buckets, widths, the graph slots) and padding arrays; false when out of memory. */
+static bool decode_graph_tables(forward_ws *ws)
+{
+    int cap = ws->max_seqs < ws->max_tokens ? ws->max_seqs : ws->max_tokens;
+    cap = cap < ws->max_logits ? cap : ws->max_logits;
+    ws->n_buckets = decode_buckets(cap, NULL);
+    ws->n_widths = decode_widths(ws->max_blocks, NULL);
+    ws->bucket_seqs = malloc((size_t)ws->n_buckets * sizeof *ws->bucket_seqs);
+    ws->widths = malloc((size_t)ws->n_widths * sizeof *ws->widths);
+    ws->graph = calloc((size_t)ws->n_buckets * ws->n_widths, sizeof *ws->graph);
+    ws->pad = malloc((6 * ((size_t)ws->max_seqs + 1) + (size_t)ws->max_seqs * ws->max_blocks) * sizeof *ws->pad);
+    if (!ws->bucket_seqs || !ws->widths || !ws->graph || !ws->pad)
+        return false;
+    decode_buckets(cap, ws->bucket_seqs);
+    decode_widths(ws->max_blocks, ws->widths);
+    return true;
+}
+
 fk_status forward_ws_create(const fk_model *m, int max_tokens, int max_seqs, int max_blocks, int max_logits,
                             bool graphs, bool mixed_graphs, bool profile, forward_ws **out, fk_error *err)
 {
@@ -27,6 +83,10 @@ fk_status forward_ws_create(const fk_model *m, int max_tokens, int max_seqs, int
     if (ws->graphs && mixed_graphs && !profile &&
         !(ws->pieces = calloc((size_t)PIECE_BUCKETS * (c->n_layers + 1), sizeof *ws->pieces))) {
         free(ws);
+        return fk_error_set(err, FK_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    if (ws->graphs && !decode_graph_tables(ws)) {
+        forward_ws_free(m, ws);
         return fk_error_set(err, FK_ERR_OUT_OF_MEMORY, "out of memory");
     }
     for (int i = 0; i < 2; i++) {
@@ -88,12 +148,19 @@ void forward_ws_free(const fk_model *m, forward_ws *ws)
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         if (all[i])
             m->be->ops->release(m->be, all[i]);
-    for (int i = 0; i < ws->n_graphs; i++)
-        m->be->ops->graph_destroy(m->be, ws->graph[i].graph);
+    for (int i = 0; ws->graph && i < ws->n_buckets * ws->n_widths; i++) {
+        if (ws->graph[i].graph)
+            m->be->ops->graph_destroy(m->be, ws->graph[i].graph);
+        free(ws->graph[i].mark_class);
+    }
+    free(ws->graph);
+    free(ws->bucket_seqs);
+    free(ws->widths);
     for (int i = 0; ws->pieces && i < PIECE_BUCKETS * (m->cfg.n_layers + 1); i++)
         if (ws->pieces[i])
             m->be->ops->graph_destroy(m->be, ws->pieces[i]);
     free(ws->pieces);
+    free(ws->pad);
     for (int i = 0; i < 2; i++) {
         void *host[] = {ws->index_host[i], ws->rows_host[i], ws->tokens_host[i]};
         for (size_t j = 0; j < sizeof host / sizeof host[0]; j++)
@@ -428,42 +495,91 @@ static fk_status run_pieces(fk_model *m, forward_ws *ws, const kv_cache *kv, con
     return b->n_logits ? lm_head(m, ws, b, err) : FK_OK;
 }
 
-/* A decode pass of n_seqs sequences over width-block tables, from the cache or recorded now; NULL when the cache is
- * full (the pass then runs unrecorded). */
+/* The decode pass of b (its sequences and block-table width at their bucket's, as g is) from graph slot g, recorded
+ * now if g has none. */
 static fk_status decode_graph(fk_model *m, forward_ws *ws, const kv_cache *kv, const batch *b, const attn_batch *ab,
-                              void **graph, fk_error *err)
+                              forward_graph *g, fk_error *err)
 {
-    *graph = NULL;
-    for (int i = 0; i < ws->n_graphs; i++)
-        if (ws->graph[i].n_seqs == b->n_seqs && ws->graph[i].width == ab->max_blocks) {
-            const forward_graph *g = &ws->graph[i];
-            *graph = g->graph;
-            ws->n_marks = g->n_marks; /* what its recording marked */
+    if (g->graph) {
+        ws->n_marks = g->n_marks; /* what its recording marked */
+        if (g->n_marks)
             memcpy(ws->mark_class, g->mark_class, (size_t)g->n_marks);
-            return FK_OK;
-        }
-    if (ws->n_graphs == FORWARD_GRAPHS)
         return FK_OK;
+    }
     backend *be = m->be;
     fk_status s = be->ops->capture_begin(be, err);
     if (s)
         return s;
     ws->recording = true;
-    if ((s = capture_finish(be, ws, run_layers(m, ws, kv, b, ab, err), graph, err)))
+    if ((s = capture_finish(be, ws, run_layers(m, ws, kv, b, ab, err), &g->graph, err)))
         return s;
-    forward_graph *g = &ws->graph[ws->n_graphs++];
-    *g = (forward_graph){.n_seqs = b->n_seqs, .width = ab->max_blocks, .graph = *graph, .n_marks = ws->n_marks};
-    memcpy(g->mark_class, ws->mark_class, (size_t)ws->n_marks);
+    ws->n_graphs++;
+    g->n_marks = ws->n_marks;
+    if (ws->n_marks) {
+        if (!(g->mark_class = malloc((size_t)ws->n_marks)))
+            return fk_error_set(err, FK_ERR_OUT_OF_MEMORY, "out of memory");
+        memcpy(g->mark_class, ws->mark_class, (size_t)ws->n_marks);
+    }
     return FK_OK;
 }
 
-/* Block-table width for a recorded pass: the next power of two, so a graph serves while contexts grow. */
-static int padded_width(int max_blocks, int limit)
+/* The host arrays of a decode pass padded to its bucket, in ws->pad. */
+typedef struct padded_arrays {
+    int32_t *ids, *positions, *slots, *query_start, *context_len, *logit_rows, *tables;
+} padded_arrays;
+
+static padded_arrays padded_arrays_of(forward_ws *ws)
 {
-    int w = 1;
-    while (w < max_blocks)
-        w *= 2;
-    return w < limit ? w : limit;
+    const size_t n = (size_t)ws->max_seqs + 1;
+    int32_t *p = ws->pad;
+    return (padded_arrays){p, p + n, p + 2 * n, p + 3 * n, p + 4 * n, p + 5 * n, p + 6 * n};
+}
+
+/* Sequences [from, to) of a padded decode pass with block tables `width` wide: each is one padding token (id 0 at
+ * position 0, slot -1: it stores nothing) with a context of 1 in block 0 and a logits row of its own. It reads
+ * block 0 (finite: the pool starts zeroed, then holds K/V) and writes only its own rows, so the real sequences'
+ * results are as without it; the engine samples only the real rows. */
+static void add_padding(const padded_arrays *a, int from, int to, int width)
+{
+    for (int s = from; s < to; s++) {
+        a->ids[s] = 0, a->positions[s] = 0, a->slots[s] = -1, a->context_len[s] = 1, a->logit_rows[s] = s;
+        a->query_start[s + 1] = s + 1;
+        memset(a->tables + (size_t)s * width, 0, (size_t)width * sizeof(int32_t));
+    }
+}
+
+/* A decode pass of `seqs` sequences over a's arrays, with block tables `width` wide. */
+static batch padded_batch(const padded_arrays *a, int seqs, int width)
+{
+    return (batch){.n_tokens = seqs,
+                   .n_seqs = seqs,
+                   .max_blocks = width,
+                   .n_logits = seqs,
+                   .input_ids = a->ids,
+                   .positions = a->positions,
+                   .slot_mapping = a->slots,
+                   .query_start = a->query_start,
+                   .context_len = a->context_len,
+                   .block_tables = a->tables,
+                   .logit_rows = a->logit_rows};
+}
+
+/* Decode pass b (one token per sequence) padded to `seqs` sequences. */
+static batch padded_decode(forward_ws *ws, const batch *b, int seqs)
+{
+    const padded_arrays a = padded_arrays_of(ws);
+    const size_t real = (size_t)b->n_seqs * sizeof(int32_t);
+    memcpy(a.ids, b->input_ids, real);
+    memcpy(a.positions, b->positions, real);
+    memcpy(a.slots, b->slot_mapping, real);
+    memcpy(a.query_start, b->query_start, real + sizeof(int32_t));
+    memcpy(a.context_len, b->context_len, real);
+    memcpy(a.logit_rows, b->logit_rows, real);
+    memcpy(a.tables, b->block_tables, real * b->max_blocks);
+    add_padding(&a, b->n_seqs, seqs, b->max_blocks);
+    batch p = padded_batch(&a, seqs, b->max_blocks);
+    p.n_fill = b->n_fill, p.fill_dst = b->fill_dst, p.fill_src = b->fill_src;
+    return p;
 }
 
 /* The piece bucket of a pass with prefill chunks of n tokens, and its padded token count; -1 when it has none
@@ -486,12 +602,25 @@ fk_status model_forward(fk_model *m, forward_ws *ws, const kv_cache *kv, const b
         return s;
     ws->n_marks = 0;
     /* A decode pass (one token per sequence) is replayed from a graph: its launches depend only on the number of
-     * sequences and the padded block-table width, which also bounds the context the attention plans for. Other
+     * sequences, padded to its bucket, and the padded block-table width, which also bounds the context the
+     * attention plans for. Other
      * passes run their pieces from graphs at a padded token count, their attentions as ops. */
     const bool graphed = ws->graphs && b->n_tokens == b->n_seqs && b->n_logits == b->n_seqs;
+    forward_graph *g = NULL;
+    batch bucketed;
+    int width = b->max_blocks;
+    if (graphed) {
+        const int bi = first_at_least(ws->bucket_seqs, ws->n_buckets, b->n_seqs);
+        const int wi = first_at_least(ws->widths, ws->n_widths, b->max_blocks);
+        g = &ws->graph[(size_t)wi * ws->n_buckets + bi];
+        width = ws->widths[wi];
+        if (ws->bucket_seqs[bi] > b->n_seqs) {
+            bucketed = padded_decode(ws, b, ws->bucket_seqs[bi]);
+            b = &bucketed;
+        }
+    }
     int padded = b->n_tokens;
     const int bucket = graphed ? -1 : piece_bucket(ws, b->n_tokens, &padded);
-    const int width = graphed ? padded_width(b->max_blocks, ws->max_blocks) : b->max_blocks;
     int max_context = 0;
     for (int i = 0; i < b->n_seqs; i++)
         max_context = b->context_len[i] > max_context ? b->context_len[i] : max_context;
@@ -521,13 +650,34 @@ fk_status model_forward(fk_model *m, forward_ws *ws, const kv_cache *kv, const b
                            .scratch = ws->attn_scratch};
     if (bucket >= 0)
         return run_pieces(m, ws, kv, b, &ab, bucket, padded, err);
-    void *graph = NULL;
-    if (graphed && (s = decode_graph(m, ws, kv, b, &ab, &graph, err)))
-        return s;
-    if (!graph)
+    if (!graphed)
         return run_layers(m, ws, kv, b, &ab, err);
+    if ((s = decode_graph(m, ws, kv, b, &ab, g, err)))
+        return s;
     ws->launches++;
-    return m->be->ops->graph_launch(m->be, graph, err);
+    return m->be->ops->graph_launch(m->be, g->graph, err);
+}
+
+fk_status forward_record_decode_graphs(fk_model *m, forward_ws *ws, const kv_cache *kv, fk_error *err)
+{
+    if (!ws->graphs)
+        return FK_OK;
+    const padded_arrays a = padded_arrays_of(ws);
+    for (int wi = 0; wi < ws->n_widths; wi++) {
+        const int width = ws->widths[wi], most = ws->bucket_seqs[ws->n_buckets - 1];
+        a.query_start[0] = 0;
+        add_padding(&a, 0, most, width);
+        for (int bi = 0; bi < ws->n_buckets; bi++) {
+            if (ws->graph[(size_t)wi * ws->n_buckets + bi].graph)
+                continue;
+            const batch b = padded_batch(&a, ws->bucket_seqs[bi], width);
+            fk_status s = model_forward(m, ws, kv, &b, err);
+            if (s)
+                return fk_error_prefix(err, s, "recording the decode graph of %d sequences over %d blocks: ",
+                                       ws->bucket_seqs[bi], width);
+        }
+    }
+    return FK_OK;
 }
 
 fk_status model_fetch_logits(fk_model *m, forward_ws *ws, int n_rows, float *logits, fk_error *err)

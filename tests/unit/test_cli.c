@@ -90,6 +90,14 @@ static void test_help_and_usage_errors(void **state)
     expect_exit("generate --prompt-ids 1 --top-k -1", 2, "--top-k must be an integer");
     expect_exit("generate --prompt-ids 1 --stop a --stop b --stop c --stop d --stop e", 2, "at most 4 --stop");
     expect_exit("generate --prompt-ids 1 --block-size 0", 2, "--block-size must be an integer");
+    expect_exit("generate --prompt-ids 1 --decode-graphs sometimes", 2, "--decode-graphs must be start or first-use");
+    for (int i = 0; i < 2; i++) {
+        char args[128];
+        snprintf(args, sizeof args, "generate --prompt-ids 1 --max-tokens 2 --decode-graphs %s",
+                 i ? "start" : "first-use");
+        assert_int_equal(run(args, &o, NULL), 0);
+        free(o);
+    }
     expect_exit("bench-engine --requests 2", 2, "are required");
     expect_exit("generate --prompt-ids 1,,2", 2, "comma-separated integers");
     expect_exit("generate --prompt-ids 1,x", 2, "comma-separated integers");

@@ -291,6 +291,51 @@ static void test_batch_invariance_gpt2(void **state)
     batch_invariance("models/tiny-gpt2");
 }
 
+/* Decode graphs recorded when the engine is created (decode_graphs_at_start) replay what recording on first use
+ * would: staggered requests of varying lengths, whose decode steps meet many sequence counts (each padded to its
+ * bucket on a GPU), give the same tokens both ways. On a GPU the engine that recorded them at start records none
+ * while it runs, and the other records at most as many; the CPU has no graphs. */
+static void test_decode_graphs_at_start(void **state)
+{
+    (void)state;
+    uint64_t rng = tu_seed();
+    fk_model *m = load("models/tiny-llama3");
+    enum { N = 48 };
+    static job jobs[N];
+    static result got[2][N];
+    make_jobs(jobs, N, fk_model_get_info(m).vocab_size, &rng);
+    for (int i = 0; i < N; i++) {
+        jobs[i].params.max_tokens = 1 + (int)tu_below(&rng, 40);
+        jobs[i].submit_at_step = (int)tu_below(&rng, 60);
+    }
+    int graphs[2][2]; /* [at start?][after creation, after the run] */
+    for (int at_start = 0; at_start < 2; at_start++) {
+        fk_engine_params ep = fk_engine_params_default();
+        ep.max_model_len = 512;
+        ep.max_num_batched_tokens = 128;
+        ep.decode_graphs_at_start = at_start;
+        fk_engine *e = engine(m, ep);
+        graphs[at_start][0] = fk_engine_get_stats(e).decode_graphs;
+        run(e, jobs, N, got[at_start]);
+        graphs[at_start][1] = fk_engine_get_stats(e).decode_graphs;
+        engine_free(e);
+    }
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(got[0][i].n, got[1][i].n);
+        assert_memory_equal(got[0][i].tokens, got[1][i].tokens, (size_t)got[0][i].n * sizeof(int32_t));
+    }
+    printf("decode graphs: %d recorded at start, %d on first use\n", graphs[1][0], graphs[0][1]);
+    if (test_device() == FK_DEVICE_CPU) {
+        assert_int_equal(graphs[0][1] + graphs[1][1], 0);
+    } else {
+        assert_int_equal(graphs[0][0], 0);
+        assert_true(graphs[0][1] > 0 && graphs[0][1] <= graphs[1][0]);
+        assert_true(graphs[1][0] > graphs[0][1]);
+        assert_int_equal(graphs[1][1], graphs[1][0]);
+    }
+    fk_model_free(m);
+}
+
 /* got against transformers' greedy tokens `want`: equal on the CPU; on the GPU equal up to the first token where
  * got's two best were within GPU_NEAR_TIE (fp16 sums in another order may pick the other). */
 static void assert_reference_tokens(const result *got, const cJSON *want, const char *what, int i)
@@ -1036,6 +1081,7 @@ int main(void)
         cmocka_unit_test_teardown(test_text_and_stop_strings, free_live_engines),
         cmocka_unit_test_teardown(test_request_eos_ids, free_live_engines),
         cmocka_unit_test_teardown(test_overlapped_steps_equal_sync, free_live_engines),
+        cmocka_unit_test_teardown(test_decode_graphs_at_start, free_live_engines),
         cmocka_unit_test_teardown(test_cancel_frees_blocks_at_once, free_live_engines),
         cmocka_unit_test_teardown(test_bad_requests_change_nothing, free_live_engines),
         cmocka_unit_test_teardown(test_bad_engine_params, free_live_engines),
