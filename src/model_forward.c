@@ -514,12 +514,12 @@ static fk_status decode_graph(fk_model *m, forward_ws *ws, const kv_cache *kv, c
     if ((s = capture_finish(be, ws, run_layers(m, ws, kv, b, ab, err), &g->graph, err)))
         return s;
     ws->n_graphs++;
-    g->n_marks = ws->n_marks;
     if (ws->n_marks) {
         if (!(g->mark_class = malloc((size_t)ws->n_marks)))
             return fk_error_set(err, FK_ERR_OUT_OF_MEMORY, "out of memory");
         memcpy(g->mark_class, ws->mark_class, (size_t)ws->n_marks);
     }
+    g->n_marks = ws->n_marks;
     return FK_OK;
 }
 
@@ -603,8 +603,8 @@ fk_status model_forward(fk_model *m, forward_ws *ws, const kv_cache *kv, const b
     ws->n_marks = 0;
     /* A decode pass (one token per sequence) is replayed from a graph: its launches depend only on the number of
      * sequences, padded to its bucket, and the padded block-table width, which also bounds the context the
-     * attention plans for. Other
-     * passes run their pieces from graphs at a padded token count, their attentions as ops. */
+     * attention plans for. Other passes run their pieces from graphs at a padded token count, their attentions as
+     * ops. */
     const bool graphed = ws->graphs && b->n_tokens == b->n_seqs && b->n_logits == b->n_seqs;
     forward_graph *g = NULL;
     batch bucketed;
