@@ -278,8 +278,6 @@ typedef struct fk_engine_stats {
      * kernels; a graph replay counts one), in decode-only steps and in steps with prefill chunks, and those steps */
     uint64_t decode_launches, decode_steps, prefill_launches, prefill_steps;
     int decode_graphs; /* decode-step graphs recorded so far (at creation with decode_graphs_at_start) */
-    uint64_t decode_graph_bytes; /* the device memory those recorded at creation took (free memory before minus
-                                  * after; the KV pool, sized before them, does not count it); 0 on the CPU */
     bool failed;
 } fk_engine_stats;
 

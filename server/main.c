@@ -529,13 +529,13 @@ int main(int argc, char **argv)
         cli_describe_weights(model, weights, sizeof weights);
         log_info("model %s (%s, %d layers, vocab %d) served as \"%s\" on %s; %s; KV cache %d blocks of %d tokens "
                  "(%.1f MiB); max_model_len %d, max_num_seqs %d, max_num_batched_tokens %d; %d decode graphs "
-                 "recorded (%.1f MiB); ready in %.2f s",
+                 "recorded; ready in %.2f s",
                  o.model_dir, info.architecture, info.n_layers, info.vocab_size, name, info.device, weights,
                  st.blocks_total, o.ep.block_size,
                  (double)st.blocks_total * o.ep.block_size * info.kv_bytes_per_token / 1048576, max_model_len,
                  o.ep.max_num_seqs,
                  o.ep.max_num_batched_tokens ? o.ep.max_num_batched_tokens : fk_default_batched_tokens(model),
-                 st.decode_graphs, (double)st.decode_graph_bytes / 1048576, now_s() - t0);
+                 st.decode_graphs, now_s() - t0);
         log_info("%s", chat_describe(chat));
         if (o.ep.fault_after_steps)
             log_info("test hook: the device fails after %d engine steps", o.ep.fault_after_steps);

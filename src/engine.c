@@ -53,7 +53,6 @@ struct fk_engine {
     uint64_t prompt_tokens, generation_tokens, steps;
     fk_step_profile profile[2]; /* FK_PROFILE_DECODE, FK_PROFILE_PREFILL (params.profile) */
     uint64_t kind_launches[2], kind_steps[2]; /* device launches per kind of step, likewise indexed */
-    uint64_t decode_graph_bytes; /* device memory the decode graphs recorded at creation took */
     /* Overlapped steps: while step N runs on the device the host reports step N-1 and then schedules N+1. */
     step_in_flight flights[2];
     int in_flight;       /* the flights[] entry on the device, -1: none */
@@ -136,21 +135,6 @@ static fk_status resolve_params(const fk_model *m, fk_engine_params *p, fk_error
         return fk_error_set(err, FK_ERR_INVALID_ARGUMENT, "gpu_memory_utilization must be in (0, 1], got %g",
                             (double)p->gpu_memory_utilization);
     return FK_OK;
-}
-
-/* Every decode graph, recorded now (decode_graphs_at_start), and the device memory they took: free memory before
- * minus after, for the stats (they are recorded after the KV pool was sized, so that budget does not count them). */
-static fk_status record_decode_graphs(fk_engine *e, fk_error *err)
-{
-    backend *be = e->model->be;
-    size_t before = 0, after = 0, total = 0;
-    fk_status s = be->ops->memory_info(be, &before, &total, err);
-    if (!s)
-        s = forward_record_decode_graphs(e->model, e->ws, e->kv, err);
-    if (!s)
-        s = be->ops->memory_info(be, &after, &total, err);
-    e->decode_graph_bytes = !s && before > after ? before - after : 0;
-    return s;
 }
 
 /* The KV pool's size in blocks: num_blocks, or what kv_cache_mb holds, or (automatic) on a GPU what
@@ -284,7 +268,7 @@ fk_status fk_engine_create(fk_model *m, const fk_engine_params *params, fk_engin
         (s = kv_cache_create(m->be, c->n_layers, e->p.num_blocks, p.block_size, c->n_kv_heads, c->head_dim, &e->kv,
                              err)) ||
         (s = forward_record_pieces(m, e->ws, e->kv, err)) ||
-        (p.decode_graphs_at_start && (s = record_decode_graphs(e, err))) ||
+        (p.decode_graphs_at_start && (s = forward_record_decode_graphs(m, e->ws, e->kv, err))) ||
         (s = block_alloc_create(e->p.num_blocks, p.block_size, &e->blocks, err)) ||
         (s = scheduler_create(e->blocks, p.block_size, p.max_num_seqs, max_tokens, p.enable_prefix_caching,
                               &e->sched, err)) ||
@@ -759,7 +743,6 @@ fk_engine_stats fk_engine_get_stats(const fk_engine *e)
         .prefill_launches = e->kind_launches[FK_PROFILE_PREFILL],
         .prefill_steps = e->kind_steps[FK_PROFILE_PREFILL],
         .decode_graphs = e->ws->n_graphs,
-        .decode_graph_bytes = e->decode_graph_bytes,
         .failed = e->failed,
     };
 }

@@ -309,7 +309,6 @@ static void test_decode_graphs_at_start(void **state)
         jobs[i].submit_at_step = (int)tu_below(&rng, 60);
     }
     int graphs[2][2]; /* [at start?][after creation, after the run] */
-    uint64_t graph_bytes[2];
     for (int at_start = 0; at_start < 2; at_start++) {
         fk_engine_params ep = fk_engine_params_default();
         ep.max_model_len = 512;
@@ -317,7 +316,6 @@ static void test_decode_graphs_at_start(void **state)
         ep.decode_graphs_at_start = at_start;
         fk_engine *e = engine(m, ep);
         graphs[at_start][0] = fk_engine_get_stats(e).decode_graphs;
-        graph_bytes[at_start] = fk_engine_get_stats(e).decode_graph_bytes;
         run(e, jobs, N, got[at_start]);
         graphs[at_start][1] = fk_engine_get_stats(e).decode_graphs;
         engine_free(e);
@@ -326,12 +324,9 @@ static void test_decode_graphs_at_start(void **state)
         assert_int_equal(got[0][i].n, got[1][i].n);
         assert_memory_equal(got[0][i].tokens, got[1][i].tokens, (size_t)got[0][i].n * sizeof(int32_t));
     }
-    printf("decode graphs: %d recorded at start (%.1f MiB), %d on first use\n", graphs[1][0],
-           (double)graph_bytes[1] / 1048576, graphs[0][1]);
-    assert_true(graph_bytes[0] == 0); /* none recorded at creation */
+    printf("decode graphs: %d recorded at start, %d on first use\n", graphs[1][0], graphs[0][1]);
     if (test_device() == FK_DEVICE_CPU) {
         assert_int_equal(graphs[0][1] + graphs[1][1], 0);
-        assert_true(graph_bytes[1] == 0);
     } else {
         assert_int_equal(graphs[0][0], 0);
         assert_true(graphs[0][1] > 0 && graphs[0][1] <= graphs[1][0]);
