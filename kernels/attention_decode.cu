@@ -14,6 +14,7 @@
 // is rope_store_kv's arithmetic, rounded to fp16 where that kernel stores, so both paths give the same bits. Its
 // first chunks also start loading before the PDL wait (the keys they read are earlier passes').
 #include "common.cuh"
+#include "online_softmax.cuh"
 #include "kernels.h"
 
 // K/V chunks in flight per block on sm_80+, and warps per block (16 keys each per chunk); kernels/bench times the
@@ -226,49 +227,21 @@ __global__ void __launch_bounds__(32 * WARPS) decode_split_kernel(k_attn_args a,
             mma_16816(s[1], qf[kk], b + 2);
         }
         // Keys past the split's end (zero-filled) must not count.
-        float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
         for (int j = 0; j < 2; j++)
 #pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const int key = c0 + warp * 16 + j * 8 + 2 * t + (e & 1);
-                if (key >= k_end)
+            for (int e = 0; e < 4; e++)
+                if (c0 + warp * 16 + j * 8 + 2 * t + (e & 1) >= k_end)
                     s[j][e] = -INFINITY;
-                mx[e >> 1] = fmaxf(mx[e >> 1], s[j][e]);
-            }
-        float corr[2], base[2];
-#pragma unroll
-        for (int r = 0; r < 2; r++) {
-            mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
-            mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
-            const float m_new = fmaxf(m[r], mx[r]);
-            base[r] = m_new == -INFINITY ? 0.0f : m_new;
-            corr[r] = exp2f(m[r] - base[r]);
-            m[r] = m_new;
-            l[r] *= corr[r];
-        }
-#pragma unroll
-        for (int j = 0; j < D / 8; j++) {
-            o[j][0] *= corr[0], o[j][1] *= corr[0];
-            o[j][2] *= corr[1], o[j][3] *= corr[1];
-        }
-        uint32_t p[4];
-#pragma unroll
-        for (int j = 0; j < 2; j++) {
-            const float p0 = exp2f(s[j][0] - base[0]), p1 = exp2f(s[j][1] - base[0]);
-            const float p2 = exp2f(s[j][2] - base[1]), p3 = exp2f(s[j][3] - base[1]);
-            l[0] += p0 + p1;
-            l[1] += p2 + p3;
-            p[j * 2 + 0] = pack_half2(p0, p1);
-            p[j * 2 + 1] = pack_half2(p2, p3);
-        }
+        uint32_t p[1][4];
+        online_softmax_tile(s, m, l, o, p);
         // O += P V over the 16 keys.
 #pragma unroll
         for (int dn = 0; dn < D / 16; dn++) {
             uint32_t b[4];
             ldmatrix_x4_trans(b, sv + (lane % 8 + ((lane / 8) % 2) * 8) * STRIDE + dn * 16 + (lane / 16) * 8);
-            mma_16816(o[2 * dn], p, b);
-            mma_16816(o[2 * dn + 1], p, b + 2);
+            mma_16816(o[2 * dn], p[0], b);
+            mma_16816(o[2 * dn + 1], p[0], b + 2);
         }
         __syncthreads(); // the stage is refilled STAGES - 1 iterations on
     }

@@ -20,6 +20,7 @@
 // rotates its q rows and the new key in registers, uses the new key and value (not yet in the cache) in its last
 // tile, and stores them into the cache at the end, as attention_decode.cu does, with the same rounding.
 #include "common.cuh"
+#include "online_softmax.cuh"
 #include "kernels.h"
 
 namespace {
@@ -197,42 +198,15 @@ template <int D> __global__ void __launch_bounds__(32 * WARPS, 4) decode_fragmen
                 const uint32_t b[2] = {word(r.k[j][kk / 2], 2 * (kk % 2)), word(r.k[j][kk / 2], 2 * (kk % 2) + 1)};
                 mma_16816(s[j], qa[kk], b);
             }
-        // Online softmax, as attention_decode.cu's; keys past the context (zero-filled) do not count.
-        float mx[2] = {-INFINITY, -INFINITY};
+        // Keys past the context (zero-filled) do not count.
 #pragma unroll
         for (int j = 0; j < 2; j++)
 #pragma unroll
-            for (int e = 0; e < 4; e++) {
+            for (int e = 0; e < 4; e++)
                 if (k0 + 8 * j + 2 * t + (e & 1) >= ctx)
                     s[j][e] = -INFINITY;
-                mx[e >> 1] = fmaxf(mx[e >> 1], s[j][e]);
-            }
-        float corr[2], base[2];
-#pragma unroll
-        for (int rr = 0; rr < 2; rr++) {
-            mx[rr] = fmaxf(mx[rr], __shfl_xor_sync(0xffffffffu, mx[rr], 1));
-            mx[rr] = fmaxf(mx[rr], __shfl_xor_sync(0xffffffffu, mx[rr], 2));
-            const float m_new = fmaxf(m[rr], mx[rr]);
-            base[rr] = m_new == -INFINITY ? 0.0f : m_new;
-            corr[rr] = exp2f(m[rr] - base[rr]);
-            m[rr] = m_new;
-            l[rr] *= corr[rr];
-        }
-#pragma unroll
-        for (int j = 0; j < D / 8; j++) {
-            o[j][0] *= corr[0], o[j][1] *= corr[0];
-            o[j][2] *= corr[1], o[j][3] *= corr[1];
-        }
-        uint32_t pf[4];
-#pragma unroll
-        for (int j = 0; j < 2; j++) {
-            const float p0 = exp2f(s[j][0] - base[0]), p1 = exp2f(s[j][1] - base[0]);
-            const float p2 = exp2f(s[j][2] - base[1]), p3 = exp2f(s[j][3] - base[1]);
-            l[0] += p0 + p1;
-            l[1] += p2 + p3;
-            pf[j * 2 + 0] = pack_half2(p0, p1);
-            pf[j * 2 + 1] = pack_half2(p2, p3);
-        }
+        uint32_t pf[1][4];
+        online_softmax_tile(s, m, l, o, pf);
         // O += P V: n-tile dn pairs keys (2t, 2t + 1) and (8 + 2t, 9 + 2t) at dim 64 (dn / 8) + 8 g + dn % 8.
 #pragma unroll
         for (int dn = 0; dn < D / 8; dn++) {
@@ -240,7 +214,7 @@ template <int D> __global__ void __launch_bounds__(32 * WARPS, 4) decode_fragmen
             const unsigned halves = dn % 2 ? 0x7632 : 0x5410; // the high or the low halves of both words
             const uint32_t b[2] = {__byte_perm(word(r.v[0][q], w), word(r.v[1][q], w), halves),
                                    __byte_perm(word(r.v[2][q], w), word(r.v[3][q], w), halves)};
-            mma_16816(o[dn], pf, b);
+            mma_16816(o[dn], pf[0], b);
         }
         if (ti + 1 < n_tiles)
             load_tile(ti + 1, tile);

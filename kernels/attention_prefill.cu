@@ -9,6 +9,7 @@
 // columns 2t, 2t+1; c2,c3 row g + 8.
 #include "attention_prefill_hopper.cuh"
 #include "common.cuh"
+#include "online_softmax.cuh"
 #include "kernels.h"
 
 // Occupancy knobs (kernels/bench times the variants): K/V stages on sm_80+ (2: the next tile loads while this one
@@ -136,7 +137,6 @@ __global__ void __launch_bounds__(THREADS, FK_PREFILL_MIN_BLOCKS) attention_pref
 
         // Scale, and the causal mask where this warp's rows can see only part of the tile (key > query position);
         // rows past the tile's end are never written, so they need no mask. Then the online softmax.
-        float mx[2] = {-INFINITY, -INFINITY};
         const bool masked = k0 + BK - 1 > pos0 + warp * 16;
 #pragma unroll
         for (int j = 0; j < BK / 8; j++)
@@ -144,34 +144,9 @@ __global__ void __launch_bounds__(THREADS, FK_PREFILL_MIN_BLOCKS) attention_pref
             for (int e = 0; e < 4; e++) {
                 const int row = row_lo + (e >= 2 ? 8 : 0), key = k0 + j * 8 + 2 * t + (e & 1);
                 s[j][e] = !masked || key <= pos0 + row ? s[j][e] * scale_log2 : -INFINITY;
-                mx[e >> 1] = fmaxf(mx[e >> 1], s[j][e]);
             }
-        float corr[2], base[2];
-#pragma unroll
-        for (int r = 0; r < 2; r++) {
-            mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
-            mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
-            const float m_new = fmaxf(m[r], mx[r]);
-            base[r] = m_new == -INFINITY ? 0.0f : m_new; // a row with nothing visible yet stays at zero
-            corr[r] = exp2f(m[r] - base[r]);
-            m[r] = m_new;
-            l[r] *= corr[r];
-        }
-#pragma unroll
-        for (int j = 0; j < D / 8; j++) {
-            o[j][0] *= corr[0], o[j][1] *= corr[0];
-            o[j][2] *= corr[1], o[j][3] *= corr[1];
-        }
         uint32_t p[BK / 16][4]; // P as A fragments: two n-tiles of S make one 16 x 16 block
-#pragma unroll
-        for (int j = 0; j < BK / 8; j++) {
-            const float p0 = exp2f(s[j][0] - base[0]), p1 = exp2f(s[j][1] - base[0]);
-            const float p2 = exp2f(s[j][2] - base[1]), p3 = exp2f(s[j][3] - base[1]);
-            l[0] += p0 + p1;
-            l[1] += p2 + p3;
-            p[j / 2][(j % 2) * 2 + 0] = pack_half2(p0, p1);
-            p[j / 2][(j % 2) * 2 + 1] = pack_half2(p2, p3);
-        }
+        online_softmax_tile(s, m, l, o, p);
 
         // O += P V: V tile rows are keys; the transposing ldmatrix gives B fragments with k = key, n = d.
 #pragma unroll

@@ -240,6 +240,7 @@ case " $steps " in *" serving-peers "*)
         d=$dest/serving-peers
         set -- ; labels=""
         for f in $d/flashkernel-completions-p128-o128.json $d/llama-completions-p128-o128-c*.json $d/llama-llama-p128-o128-c*.json; do
+            [ -f "$f" ] || continue # an endpoint or server that FK_SERVERS / LLAMA_ENDPOINTS left out
             case $f in
                 */flashkernel-*) l="flashkernel-server /v1/completions" ;;
                 */llama-completions-*) l="llama-server /v1/completions" ;;
@@ -249,9 +250,10 @@ case " $steps " in *" serving-peers "*)
         done
         python3 loadtest/plot.py "$@" --labels "$labels" --out $d/serving-peers.png \
             --title "bench-1b-ascii on an $gpu_name, 128/128 streamed, closed loop (llama-server: -np = clients)" >>"$out/plot.log" 2>&1 || note "plot: FAILED"
-        python3 loadtest/plot.py $d/flashkernel-completions-p128-o128-rates.json $d/llama-completions-p128-o128-rates.json \
+        [ -f $d/flashkernel-completions-p128-o128-rates.json ] && [ -f $d/llama-completions-p128-o128-rates.json ] &&
+            { python3 loadtest/plot.py $d/flashkernel-completions-p128-o128-rates.json $d/llama-completions-p128-o128-rates.json \
             --labels "flashkernel-server,llama-server -np 256" --x throughput --out $d/serving-peers-rates.png \
-            --title "bench-1b-ascii on an $gpu_name, 128/128 streamed, Poisson arrivals (at most 256 in flight)" >>"$out/plot.log" 2>&1 || note "plot (rates): FAILED"
+            --title "bench-1b-ascii on an $gpu_name, 128/128 streamed, Poisson arrivals (at most 256 in flight)" >>"$out/plot.log" 2>&1 || note "plot (rates): FAILED"; }
         # few files come back from the device: the results in one archive, the pictures and the log beside it
         (cd $d && tar czf ../serving-peers.tgz --exclude='server-*.log' . && mv serving-peers*.png benchmark.txt .. && cd .. && rm -rf serving-peers)
     else
