@@ -10,13 +10,17 @@ the files; per prompt/output shape too when the files hold several shapes):
 usage: python3 loadtest/plot.py RESULT.json [RESULT.json ...] [--labels A,B,..] [--x concurrency|throughput]
                                 [--out docs/serving-benchmark.png] [--title TEXT]
 
-Levels of one series may come from several files. Levels where every request failed are left out, and so are the
+A RESULT may also be LOG#GLOB: the runs in a run-peer-benchmark.sh log (its benchmark.txt) whose --json file name
+matches GLOB, read back from the log's tables, for when the JSON files themselves did not come back (the GPU
+machine returns only a few files). Levels of one series may come from several files. Levels where every request failed are left out, and so are the
 latency points of runs that did not stream (TTFT and ITL are not measured there). Needs python3-matplotlib (Debian);
 it runs on a dev machine from the JSON files, not in CI.
 """
 import argparse
+import fnmatch
 import json
 import os
+import shlex
 import sys
 
 import matplotlib
@@ -25,12 +29,53 @@ matplotlib.use("Agg")  # no display needed
 import matplotlib.pyplot as plt  # noqa: E402
 
 
+def read_log(path, pattern):
+    """The runs of a run-peer-benchmark.sh log whose --json name matches pattern, as one result: the load tester's
+    JSON fields that the plot uses, from its tables (a command line "$ ...", then a header " conc ...", then a row
+    per level: conc [rate] reqs errs req/s out-tok/s tot-tok/s TTFT p50 p90 p99, ITL p50 p99, e2e p50 p99)."""
+    result, params, table, stream = {"params": None, "levels": []}, None, False, False
+    with open(path) as f:
+        for line in f:
+            words = line.split()
+            if line.startswith("$ "):
+                argv = shlex.split(line[2:])
+                opt = {a: argv[i + 1] for i, a in enumerate(argv[:-1]) if a.startswith("--")}
+                chosen = fnmatch.fnmatch(os.path.basename(opt.get("--json", "")), pattern)
+                params = {"prompt_len": int(opt["--prompt-len"]), "max_tokens": int(opt["--max-tokens"])} \
+                    if chosen else None
+                stream, table = "--stream" in argv, False
+            elif params and words[:1] == ["conc"]:
+                table, open_loop = True, words[1] == "rate"
+                if result["params"] not in (None, params):
+                    sys.exit("plot.py: %s#%s: runs of different prompt/output shapes" % (path, pattern))
+                result["params"] = params
+            elif params and table and words and words[0].isdigit():
+                v = [float(w) for w in words[:14 if open_loop else 13]]
+                rate = v.pop(1) if open_loop else None
+                ok = int(v[1] - v[2])
+                latency = lambda p50, p99: {"measured": stream, "n": ok, "p50": p50, "p99": p99}  # noqa: E731
+                result["levels"].append({"concurrency": int(v[0]), "rate": rate, "ok": ok, "output_tok_per_s": v[4],
+                                         "ttft_ms": latency(v[6], v[8]), "itl_ms": latency(v[9], v[10])})
+            elif not words:
+                table = False
+    if result["params"] is None:
+        sys.exit("plot.py: no run matching %s in %s" % (pattern, path))
+    return result
+
+
+def read(path):
+    """A load tester JSON file, or LOG#GLOB (read_log)."""
+    if "#" in path:
+        return read_log(*path.rsplit("#", 1))
+    with open(path) as f:
+        return json.load(f)
+
+
 def load(paths, labels, x):
     """{(label, shape): {key: level}}: key is the concurrency (--x concurrency) or the arrival rate (throughput)."""
     series = {}
     for i, path in enumerate(paths):
-        with open(path) as f:
-            d = json.load(f)
+        d = read(path)
         p = d["params"]
         shape = "%s/%d" % (p["prompt_len"] if p["prompt_len"] is not None else "file", p["max_tokens"])
         label = labels[i] if labels else d.get("model") or os.path.splitext(os.path.basename(path))[0]

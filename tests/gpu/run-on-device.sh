@@ -233,7 +233,7 @@ case " $steps " in *" serving-peers "*)
             >"$out/serving-peers.log" 2>&1 || note "run-peer-benchmark.sh: FAILED ($(tail -3 "$out/serving-peers.log" | tr '\n' ' '))"
         grep -E "^\\$|^ *[0-9]+ " "$dest/serving-peers/benchmark.txt" | tee -a "$summary"
         for n in 64 256; do # the engine's own rate, without HTTP: what the server should keep >= 90 % of
-            /tmp/fk-native/tools/flashkernel bench-engine --model /tmp/bench-1b-ascii --device cuda --requests $n \
+            /tmp/fk-native/tools/flashkernel bench-engine --model /tmp/bench-1b-ascii --device cuda --requests $n --warmup $n \
                 --prompt-len 128 --max-tokens 128 --max-model-len 4096 >"$out/bench-engine-$n.log" 2>&1
             note "flashkernel bench-engine, bench-1b-ascii, $n requests 128/128: $(grep -E 'output tokens/s' "$out/bench-engine-$n.log")"
         done
