@@ -12,9 +12,9 @@ usage: python3 loadtest/plot.py RESULT.json [RESULT.json ...] [--labels A,B,..] 
 
 A RESULT may also be LOG#GLOB: the runs in a run-peer-benchmark.sh log (its benchmark.txt) whose --json file name
 matches GLOB, read back from the log's tables, for when the JSON files themselves did not come back (the GPU
-machine returns only a few files). Levels of one series may come from several files. Levels where every request failed are left out, and so are the
-latency points of runs that did not stream (TTFT and ITL are not measured there). Needs python3-matplotlib (Debian);
-it runs on a dev machine from the JSON files, not in CI.
+machine returns only a few files). Levels of one series may come from several files. Levels where every request
+failed are left out, and so are the latency points of runs that did not stream (TTFT and ITL are not measured
+there). Needs python3-matplotlib (Debian); it runs on a dev machine from the JSON files, not in CI.
 """
 import argparse
 import fnmatch
@@ -41,8 +41,9 @@ def read_log(path, pattern):
                 argv = shlex.split(line[2:])
                 opt = {a: argv[i + 1] for i, a in enumerate(argv[:-1]) if a.startswith("--")}
                 chosen = fnmatch.fnmatch(os.path.basename(opt.get("--json", "")), pattern)
-                params = {"prompt_len": int(opt["--prompt-len"]), "max_tokens": int(opt["--max-tokens"])} \
-                    if chosen else None
+                # the load tester's defaults where the command left them out (128 and 128; no length: a prompt file)
+                prompt_len = None if "--prompts" in opt else int(opt.get("--prompt-len", 128))
+                params = {"prompt_len": prompt_len, "max_tokens": int(opt.get("--max-tokens", 128))} if chosen else None
                 stream, table = "--stream" in argv, False
             elif params and words[:1] == ["conc"]:
                 table, open_loop = True, words[1] == "rate"
@@ -50,10 +51,13 @@ def read_log(path, pattern):
                     sys.exit("plot.py: %s#%s: runs of different prompt/output shapes" % (path, pattern))
                 result["params"] = params
             elif params and table and words and words[0].isdigit():
-                v = [float(w) for w in words[:14 if open_loop else 13]]
+                v = [None if w == "n/a" else float(w) for w in words[:14 if open_loop else 13]]  # n/a: not measured
                 rate = v.pop(1) if open_loop else None
                 ok = int(v[1] - v[2])
-                latency = lambda p50, p99: {"measured": stream, "n": ok, "p50": p50, "p99": p99}  # noqa: E731
+
+                def latency(p50, p99):
+                    timed = stream and p50 is not None
+                    return {"measured": timed, "n": ok if timed else 0, "p50": p50, "p99": p99}
                 result["levels"].append({"concurrency": int(v[0]), "rate": rate, "ok": ok, "output_tok_per_s": v[4],
                                          "ttft_ms": latency(v[6], v[8]), "itl_ms": latency(v[9], v[10])})
             elif not words:
