@@ -29,6 +29,12 @@ matplotlib.use("Agg")  # no display needed
 import matplotlib.pyplot as plt  # noqa: E402
 
 
+def latency(stream, ok, p50, p99):
+    """A latency entry of the load tester's JSON from a table's cells (None: n/a, not measured)."""
+    timed = stream and p50 is not None
+    return {"measured": timed, "n": ok if timed else 0, "p50": p50, "p99": p99}
+
+
 def read_log(path, pattern):
     """The runs of a run-peer-benchmark.sh log whose --json name matches pattern, as one result: the load tester's
     JSON fields that the plot uses, from its tables (a command line "$ ...", then a header " conc ...", then a row
@@ -54,12 +60,9 @@ def read_log(path, pattern):
                 v = [None if w == "n/a" else float(w) for w in words[:14 if open_loop else 13]]  # n/a: not measured
                 rate = v.pop(1) if open_loop else None
                 ok = int(v[1] - v[2])
-
-                def latency(p50, p99):
-                    timed = stream and p50 is not None
-                    return {"measured": timed, "n": ok if timed else 0, "p50": p50, "p99": p99}
                 result["levels"].append({"concurrency": int(v[0]), "rate": rate, "ok": ok, "output_tok_per_s": v[4],
-                                         "ttft_ms": latency(v[6], v[8]), "itl_ms": latency(v[9], v[10])})
+                                         "ttft_ms": latency(stream, ok, v[6], v[8]),
+                                         "itl_ms": latency(stream, ok, v[9], v[10])})
             elif not words:
                 table = False
     if result["params"] is None:
