@@ -352,12 +352,19 @@ template <int D> bool four_warp_blocks(int pairs, int n_sms)
     return pairs >= (D == 64 ? 3 : 12) * n_sms;
 }
 
-// The fragments kernel (one warp a pair, 16 an SM) wants the pairs to fill the GPU: on an H100 (BENCHMARKS.md) it
-// is 6-13 % faster than the 4-warp blocks from 128 sequences x 8 KV heads (1,024 pairs) up, at 129-256 keys and at
-// 1,000-1,100, and 20 % slower at 64 x 8.
+// The fragments kernel (16 warps an SM) wants its warps to fill the GPU: one warp a pair is 6-13 % faster than the
+// 4-warp blocks from 128 sequences x 8 KV heads (1,024 pairs) up and 20 % slower at 64 x 8 (an H100, BENCHMARKS.md),
+// and with 4 warps a pair up to 4 x SMs pairs and 2 above, it is 9-27 % faster than the shared-memory kernels from
+// 32 x 8 pairs (256) to 128 x 8 at 129-256 keys (and at 64 x 8 also at 400-512 and 1,000-1,100 keys), and level or
+// faster above.
 inline bool fragments_kernel(int pairs, int n_sms)
 {
-    return pairs >= 7 * n_sms;
+    return pairs >= 2 * n_sms;
+}
+
+inline int fragment_slices(int pairs, int n_sms)
+{
+    return pairs <= 4 * n_sms ? 4 : 2;
 }
 
 // Stages in flight need cp.async, which the code has only when compiled for sm_80 or later: the choice follows the
@@ -380,7 +387,7 @@ template <int D> cudaError_t launch_stages(const k_attn_args *a, int split_len, 
     const int pairs = a->n_seqs * a->n_kv_heads;
     if (k_attention_decode_fragments_applies(a, n_splits) && a->decode_kernel != K_DECODE_STAGED &&
         (a->decode_kernel == K_DECODE_FRAGMENTS || (ptx >= 80 && fragments_kernel(pairs, n_sms))))
-        return k_attention_decode_fragments(a, s);
+        return k_attention_decode_fragments(a, a->decode_slices ? a->decode_slices : fragment_slices(pairs, n_sms), s);
     if (ptx < 80)
         return launch<D, 1, 4>(a, split_len, n_splits, scratch, s);
     return four_warp_blocks<D>(pairs, n_sms)

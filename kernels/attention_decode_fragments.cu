@@ -1,9 +1,11 @@
-// attention_decode_fragments.cu — decode attention for many (sequence, KV head) pairs of short contexts: one warp per
-// pair, its keys loaded from the paged cache straight into the MMA fragments' registers, with no shared memory and no
-// barrier. attention_decode.cu's kernel stages 16-key chunks per warp through shared memory, which at 256 sequences
-// x 8 KV heads holds it to 5 blocks (20 warps) an SM and a block-wide barrier per chunk; here each warp streams its
-// pair alone and 16 warps an SM keep their loads in flight (docs/BENCHMARKS.md: 256 sequences of 129-256 keys at head
-// dim 64, 12 % faster on an H100).
+// attention_decode_fragments.cu — decode attention for many (sequence, KV head) pairs of short contexts: one, two or
+// four warps per pair, their keys loaded from the paged cache straight into the MMA fragments' registers, with no
+// shared memory and no barrier in the main loop. attention_decode.cu's kernel stages 16-key chunks per warp through
+// shared memory, which at 256 sequences x 8 KV heads holds it to 5 blocks (20 warps) an SM and a block-wide barrier
+// per chunk; here each warp streams its tiles alone and 16 warps an SM keep their loads in flight (docs/BENCHMARKS.md:
+// 256 sequences of 129-256 keys at head dim 64, 12 % faster on an H100). With fewer pairs than it takes to fill the
+// SMs one warp a pair, a pair's tiles are dealt out to 2 or 4 warps (its slices), which keep that many tiles in
+// flight, and the pair's first warp merges their softmax states through shared memory at the end.
 //
 // A warp takes the context in tiles of 16 keys (block_size % 16 == 0, so a tile is within one block of the cache).
 // S = Q K^T and O += P V are mma.sync m16n8k16 as in attention_decode.cu (the pair's G query heads are the rows,
@@ -44,13 +46,25 @@ __device__ __forceinline__ int v_row(int i, int t)
     return (i / 2) * 8 + 2 * t + i % 2;
 }
 
-template <int D> __global__ void __launch_bounds__(32 * WARPS, 4) decode_fragments_kernel(k_attn_args a)
+// One warp's online-softmax state of its rows g and g + 8 (m, the quad's sum l, the output fragments), as a slice
+// leaves it in shared memory for the pair's first warp.
+template <int D> struct slice_state {
+    float m[2][32], l[2][32], o[D / 8][4][32]; // [..][lane]: each lane reads back its own
+};
+
+// With SLICES warps a pair (1, 2 or 4), warp s of a pair takes tiles s, s + SLICES, ...: a pair's context is read
+// with SLICES tiles in flight instead of one, for batches with too few pairs to fill the SMs one warp a pair; the
+// pair's first warp merges the slices' states in slice order (the result does not depend on timing).
+template <int D, int SLICES> __global__ void __launch_bounds__(32 * WARPS, 4) decode_fragments_kernel(k_attn_args a)
 {
     constexpr int NP = D / 32, NV = D / 64;
-    const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-    const int pair = blockIdx.x * WARPS + threadIdx.x / 32;
-    if (pair >= a.n_seqs * a.n_kv_heads)
+    const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4, slice = (threadIdx.x / 32) % SLICES;
+    const int pair = (blockIdx.x * WARPS + threadIdx.x / 32) / SLICES;
+    if (pair >= a.n_seqs * a.n_kv_heads) {
+        if (SLICES > 1)
+            __syncthreads(); // the merge's barrier, which the block's other warps wait at
         return;
+    }
     const int seq = pair / a.n_kv_heads, kvh = pair % a.n_kv_heads, G = a.n_heads / a.n_kv_heads;
     const int B = a.block_size, H = a.n_heads, Hkv = a.n_kv_heads;
 
@@ -104,12 +118,12 @@ template <int D> __global__ void __launch_bounds__(32 * WARPS, 4) decode_fragmen
     // first tile starts loading now; without, the kernel before (rope_store_kv) stores the new key, so it waits.
     const int n_tiles = (ctx + 15) / 16;
     kv_tile<D> tile;
-    if (a.rope_store && n_tiles > 0)
-        load_tile(0, tile);
+    if (a.rope_store && slice < n_tiles)
+        load_tile(slice, tile);
     pdl_wait();
     pdl_launch_dependents();
-    if (!a.rope_store && n_tiles > 0)
-        load_tile(0, tile);
+    if (!a.rope_store && slice < n_tiles)
+        load_tile(slice, tile);
 
     // Rotates the pairs (piece p, piece p + NP/2) of one row in place, rounded to fp16 as rope_store_kv stores.
     auto rotate = [&](uint4 *pieces) {
@@ -172,7 +186,7 @@ template <int D> __global__ void __launch_bounds__(32 * WARPS, 4) decode_fragmen
     float m[2] = {-INFINITY, -INFINITY}, l[2] = {0, 0}; // rows g and g + 8
     // One tile in registers at a time: the next one loads once this one is computed (a second buffer's registers
     // would cost more warps an SM than its overlap gains, BENCHMARKS.md).
-    for (int ti = 0; ti < n_tiles; ti++) {
+    for (int ti = slice; ti < n_tiles; ti += SLICES) {
         kv_tile<D> &r = tile;
         const int k0 = ti * 16;
         if (a.rope_store && k0 <= new_key && new_key < k0 + 16) { // the new key's rows, zeroed by the loads
@@ -216,14 +230,51 @@ template <int D> __global__ void __launch_bounds__(32 * WARPS, 4) decode_fragmen
                                    __byte_perm(word(r.v[2][q], w), word(r.v[3][q], w), halves)};
             mma_16816(o[dn], pf[0], b);
         }
-        if (ti + 1 < n_tiles)
-            load_tile(ti + 1, tile);
+        if (ti + SLICES < n_tiles)
+            load_tile(ti + SLICES, tile);
     }
 
 #pragma unroll
     for (int rr = 0; rr < 2; rr++) {
         l[rr] += __shfl_xor_sync(0xffffffffu, l[rr], 1);
         l[rr] += __shfl_xor_sync(0xffffffffu, l[rr], 2);
+    }
+    if constexpr (SLICES > 1) {
+        // Slices 1.. leave their states; the first folds them in, in order: M = max(m, m'), and l, o scaled by
+        // 2^(m - M) and 2^(m' - M) (a row with nothing visible in either stays at zero).
+        __shared__ slice_state<D> states[WARPS];
+        slice_state<D> &mine = states[threadIdx.x / 32];
+        if (slice > 0) {
+#pragma unroll
+            for (int rr = 0; rr < 2; rr++)
+                mine.m[rr][lane] = m[rr], mine.l[rr][lane] = l[rr];
+#pragma unroll
+            for (int j = 0; j < D / 8; j++)
+#pragma unroll
+                for (int c = 0; c < 4; c++)
+                    mine.o[j][c][lane] = o[j][c];
+        }
+        __syncthreads();
+        if (slice > 0)
+            return;
+#pragma unroll
+        for (int sl = 1; sl < SLICES; sl++) {
+            const slice_state<D> &theirs = states[threadIdx.x / 32 + sl];
+            float mine_scale[2], their_scale[2];
+#pragma unroll
+            for (int rr = 0; rr < 2; rr++) {
+                const float m2 = theirs.m[rr][lane], m_new = fmaxf(m[rr], m2);
+                const float base = m_new == -INFINITY ? 0.0f : m_new;
+                mine_scale[rr] = exp2f(m[rr] - base), their_scale[rr] = exp2f(m2 - base);
+                l[rr] = l[rr] * mine_scale[rr] + theirs.l[rr][lane] * their_scale[rr];
+                m[rr] = m_new;
+            }
+#pragma unroll
+            for (int j = 0; j < D / 8; j++)
+#pragma unroll
+                for (int c = 0; c < 4; c++)
+                    o[j][c] = o[j][c] * mine_scale[c >> 1] + theirs.o[j][c][lane] * their_scale[c >> 1];
+        }
     }
     // Rows g and g + 8: accumulator c of n-tile 8 q + i holds dim 64 q + 16 t + 8 c + i.
     __half *out = (__half *)a.out + ((size_t)tok * H + (size_t)kvh * G) * D;
@@ -265,12 +316,18 @@ extern "C" int k_attention_decode_fragments_applies(const k_attn_args *a, int n_
     return a->head_dim == 64 && a->block_size % 16 == 0 && n_splits == 1 && a->n_heads / a->n_kv_heads <= 16;
 }
 
-extern "C" cudaError_t k_attention_decode_fragments(const k_attn_args *a, cudaStream_t stream)
+extern "C" cudaError_t k_attention_decode_fragments(const k_attn_args *a, int slices, cudaStream_t stream)
 {
     if (a->head_dim != 64 || a->block_size % 16 || a->n_heads % a->n_kv_heads || a->n_heads / a->n_kv_heads > 16)
         return cudaErrorInvalidValue;
     const int pairs = a->n_seqs * a->n_kv_heads;
     if (pairs <= 0)
         return cudaSuccess;
-    return fk_launch(decode_fragments_kernel<64>, dim3((pairs + WARPS - 1) / WARPS), dim3(32 * WARPS), 0, stream, *a);
+    const dim3 grid((pairs * slices + WARPS - 1) / WARPS), block(32 * WARPS);
+    switch (slices) {
+    case 1: return fk_launch(decode_fragments_kernel<64, 1>, grid, block, 0, stream, *a);
+    case 2: return fk_launch(decode_fragments_kernel<64, 2>, grid, block, 0, stream, *a);
+    case 4: return fk_launch(decode_fragments_kernel<64, 4>, grid, block, 0, stream, *a);
+    default: return cudaErrorInvalidValue;
+    }
 }

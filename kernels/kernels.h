@@ -54,8 +54,9 @@ typedef struct k_attn_args {
     const int32_t *positions; /* [n_tokens] */
     const float *inv_freq;    /* [head_dim / 2] or NULL */
     const int32_t *slots;     /* [n_tokens] */
-    /* k_attention_decode only: which kernel takes the call (K_DECODE_AUTO: the measured choice). */
-    int decode_kernel;
+    /* k_attention_decode only: which kernel takes the call (K_DECODE_AUTO: the measured choice), and for the
+     * fragments kernel the warps a pair (1, 2 or 4; 0: the measured choice). */
+    int decode_kernel, decode_slices;
 } k_attn_args;
 
 /* k_attn_args.decode_kernel: K_DECODE_STAGED keeps every call on the shared-memory kernel (attention_decode.cu);
@@ -81,11 +82,11 @@ cudaError_t k_attention_prefill_tile_rows(int allow_hopper, int *tile_rows);
  * 128; H / Hkv <= 16. */
 cudaError_t k_attention_decode(const k_attn_args *a, int split_len, int n_splits, void *scratch, cudaStream_t stream);
 int k_attention_decode_splits(int n_seqs, int n_kv_heads, int max_context, int n_sms);
-/* The decode kernel for many (sequence, KV head) pairs of short contexts (attention_decode_fragments.cu): one warp a
- * pair, no splits. It applies to head_dim 64, block_size % 16 == 0, H / Hkv <= 16 and one split; k_attention_decode
- * calls it as decode_kernel says. */
+/* The decode kernel for many (sequence, KV head) pairs of short contexts (attention_decode_fragments.cu): `slices`
+ * warps a pair (1, 2 or 4), no splits. It applies to head_dim 64, block_size % 16 == 0, H / Hkv <= 16 and one
+ * split; k_attention_decode calls it as decode_kernel and decode_slices say. */
 int k_attention_decode_fragments_applies(const k_attn_args *a, int n_splits);
-cudaError_t k_attention_decode_fragments(const k_attn_args *a, cudaStream_t stream);
+cudaError_t k_attention_decode_fragments(const k_attn_args *a, int slices, cudaStream_t stream);
 size_t k_attention_decode_scratch_bytes(int max_seqs, int n_heads, int n_kv_heads, int head_dim, int n_sms);
 
 /* Small-batch linear (m <= 64 tokens), streaming W once: y[m][n] = epilogue(x[m][k] W[n][k]^T + bias[n]), bias may

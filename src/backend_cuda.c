@@ -40,6 +40,7 @@ typedef struct cuda_backend {
                              * sets both) */
     int quant_mma_rows;     /* its blocks' rows of W: 0 lets the kernel choose, 64 or 128 (FK_QUANT_MMA_ROWS) */
     int decode_kernel;      /* k_attn_args.decode_kernel (FK_DECODE_FRAGMENTS) */
+    int decode_slices;      /* k_attn_args.decode_slices (FK_DECODE_SLICES) */
     void *dequant;         /* larger batches: a quantized weight dequantized to fp16 here, for cuBLAS */
     size_t dequant_bytes;  /* its size: the largest quantized weight uploaded, at most dequant_cap */
     size_t dequant_cap;    /* (FK_DEQUANT_SCRATCH_MB); a larger weight is dequantized a chunk of rows at a time */
@@ -615,6 +616,7 @@ static fk_status decode_attention(cuda_backend *cb, const k_attn_args *args, int
     k_attn_args a = *args;
     a.n_seqs = n_seqs;
     a.decode_kernel = cb->decode_kernel;
+    a.decode_slices = cb->decode_slices;
     const int n_splits = k_attention_decode_splits(n_seqs, a.n_kv_heads, max_context, cb->n_sms);
     const int split_len = (max_context + n_splits - 1) / n_splits;
     return launched(k_attention_decode(&a, split_len, n_splits, scratch, cb->stream), "attention_decode", err);
@@ -904,7 +906,8 @@ static fk_status gelu_epilogue_choice(bool *by_cublaslt, fk_error *err)
  * PADDED_SCRATCH_MB_DEFAULT: the padded-output scratch's cap), FK_PDL (0 turns programmatic dependent launch
  * off), FK_PREFILL_HOPPER (0 keeps prefill attention on the mma.sync kernel on a Hopper too) and FK_DECODE_FRAGMENTS
  * (0 keeps decode attention on the shared-memory kernel, 1 sends it every call the fragments kernel applies to;
- * unset, kernels.h's K_DECODE_AUTO). FK_TRACE_FILE, in a build with -DFK_TRACE only, names the file of the kernel
+ * unset, kernels.h's K_DECODE_AUTO), FK_DECODE_SLICES (the fragments kernel's warps a pair: 1, 2 or 4; 0 or unset,
+ * the measured choice). FK_TRACE_FILE, in a build with -DFK_TRACE only, names the file of the kernel
  * timeline (kernels.h's k_trace_start). */
 static fk_status env_int(const char *name, int lo, int hi, int *v, fk_error *err)
 {
@@ -938,8 +941,11 @@ static fk_status tuning_from_env(cuda_backend *cb, fk_error *err)
         (s = env_int("FK_DEQUANT_SCRATCH_MB", 1, 65536, &scratch_mb, err)) ||
         (s = env_int("FK_PADDED_SCRATCH_MB", 1, 65536, &padded_mb, err)) ||
         (s = env_int("FK_PDL", 0, 1, &pdl, err)) || (s = env_int("FK_PREFILL_HOPPER", 0, 1, &hopper, err)) ||
-        (s = env_int("FK_DECODE_FRAGMENTS", 0, 1, &fragments, err)))
+        (s = env_int("FK_DECODE_FRAGMENTS", 0, 1, &fragments, err)) ||
+        (s = env_int("FK_DECODE_SLICES", 0, 4, &cb->decode_slices, err)))
         return s;
+    if (cb->decode_slices == 3)
+        return fk_error_set(err, FK_ERR_INVALID_ARGUMENT, "FK_DECODE_SLICES=\"3\" (expected 0, 1, 2 or 4)");
     cb->decode_kernel = fragments < 0 ? K_DECODE_AUTO : fragments ? K_DECODE_FRAGMENTS : K_DECODE_STAGED;
     if (cb->quant_mma_rows && cb->quant_mma_rows != 64 && cb->quant_mma_rows != 128)
         return fk_error_set(err, FK_ERR_INVALID_ARGUMENT, "FK_QUANT_MMA_ROWS=\"%d\" (expected 0, 64 or 128)",

@@ -181,14 +181,23 @@ static void bench_decode_kernels(int S, int lo, int hi, int n_sms, double copy)
     void *scratch;
     CHECK(cudaMalloc(&scratch, k_attention_decode_scratch_bytes(S, H, Hkv, D, n_sms)));
     const int n_splits = k_attention_decode_splits(S, Hkv, hi, n_sms), split_len = (hi + n_splits - 1) / n_splits;
-    for (int kernel : {K_DECODE_STAGED, K_DECODE_AUTO}) {
+    // the shared-memory kernel, the launcher's choice, and the fragments kernel with 1, 2 and 4 warps a pair
+    const struct {
+        int kernel, slices;
+        const char *name;
+    } variants[] = {{K_DECODE_STAGED, 0, "staged"},
+                    {K_DECODE_AUTO, 0, "auto  "},
+                    {K_DECODE_FRAGMENTS, 1, "frag/1"},
+                    {K_DECODE_FRAGMENTS, 2, "frag/2"},
+                    {K_DECODE_FRAGMENTS, 4, "frag/4"}};
+    for (const auto &v : variants) {
         for (paged &q : p)
-            q.a.decode_kernel = kernel;
+            q.a.decode_kernel = v.kernel, q.a.decode_slices = v.slices;
         auto run = [&](int i) { CHECK(k_attention_decode(&p[i % copies].a, split_len, n_splits, scratch, 0)); };
         const float ms = median_ms(run, 10, 50);
         const double gbs = bytes / (ms * 1e-3) / 1e9;
-        printf("RESULT decode_attention %s %dx%d..%d h%d/%d d%d: %.2f us, %.0f GB/s = %.1f%% of copy\n",
-               kernel == K_DECODE_STAGED ? "staged" : "auto  ", S, lo, hi, H, Hkv, D, ms * 1e3, gbs, 100 * gbs / copy);
+        printf("RESULT decode_attention %s %dx%d..%d h%d/%d d%d: %.2f us, %.0f GB/s = %.1f%% of copy\n", v.name, S,
+               lo, hi, H, Hkv, D, ms * 1e3, gbs, 100 * gbs / copy);
     }
     for (paged &q : p)
         free_paged(q);
@@ -231,8 +240,10 @@ int main(int argc, char **argv)
     bench_decode(variant, 64, 4096, 32, 8, 64, n_sms, copy);
     if (*variant)
         return 0;
-    for (int S : {64, 96, 112, 128, 160, 192, 256, 384})
+    for (int S : {16, 32, 48, 64, 96, 112, 128, 160, 192, 256, 384})
         bench_decode_kernels(S, 129, 256, n_sms, copy);
+    bench_decode_kernels(64, 400, 512, n_sms, copy);
+    bench_decode_kernels(64, 1000, 1100, n_sms, copy);
     bench_decode_kernels(256, 1000, 1100, n_sms, copy);
     int hopper_rows;
     CHECK(k_attention_prefill_tile_rows(1, &hopper_rows));

@@ -827,14 +827,25 @@ static void test_attention_decode(void **state)
         attention_case(3, nq3, ctx3, 16, 1, 64, 16, true, op_rope);
         int nq5[3] = {1, 1, 1}, ctx5[3] = {7, 700, 64}; /* no RoPE (GPT-2), an odd block size */
         attention_case(3, nq5, ctx5, 8, 8, 64, 5, false, op_rope);
-        /* Many (sequence, KV head) pairs of short contexts, the kernel's 4-warp blocks on GPUs of up to ~170 SMs: 64 x
-         * 8 pairs at head dim 64, 64 x 32 at 128. */
+        /* Many (sequence, KV head) pairs of short contexts: 64 x 8 pairs at head dim 64 (the fragments kernel with 4
+         * warps a pair on GPUs of 128 to 256 SMs, an H100's 132; the staged kernel's 4-warp blocks with
+         * FK_DECODE_FRAGMENTS=0, below), 64 x 32 at 128 (the staged kernel's 4-warp blocks on GPUs of up to ~170
+         * SMs). */
         int nq64[64], ctx64[64];
         for (int s = 0; s < 64; s++)
             nq64[s] = 1, ctx64[s] = 1 + (int)tu_below(&rng, 300);
         attention_case(64, nq64, ctx64, 32, 8, 64, 16, true, op_rope);
         attention_case(64, nq64, ctx64, 32, 32, 128, 16, true, op_rope);
-        /* 128 x 8 pairs at head dim 64: the fragments kernel by default on GPUs of up to ~145 SMs (an H100's 132). */
+        backend *shared = gpu;
+        fk_error err = {0};
+        setenv("FK_DECODE_FRAGMENTS", "0", 1);
+        if (backend_cuda_create(&gpu, &err))
+            fail_msg("%s", err.message);
+        unsetenv("FK_DECODE_FRAGMENTS");
+        attention_case(64, nq64, ctx64, 32, 8, 64, 16, true, op_rope);
+        gpu->ops->destroy(gpu);
+        gpu = shared;
+        /* 128 x 8 pairs at head dim 64: the fragments kernel with 2 warps a pair on GPUs of up to 255 SMs. */
         int nq128[128], ctx128[128];
         for (int s = 0; s < 128; s++)
             nq128[s] = 1, ctx128[s] = 1 + (int)tu_below(&rng, 300);
@@ -842,36 +853,46 @@ static void test_attention_decode(void **state)
     }
 }
 
-/* The fragments kernel (FK_DECODE_FRAGMENTS=1) on every call it applies to, on any GPU: head dim 64, query heads per
- * KV head 1 to 16, blocks of 16 and 32 keys, the new key at a tile's first and last row and alone in its context,
- * contexts of more than 32 blocks (its block-table window moves), with and without RoPE; an odd block size falls
- * back to the shared-memory kernel. */
+/* The fragments kernel (FK_DECODE_FRAGMENTS=1) on every call it applies to, on any GPU, with 1, 2 and 4 warps a
+ * pair (FK_DECODE_SLICES): head dim 64, query heads per KV head 1 to 16, blocks of 16 and 32 keys, the new key at a
+ * tile's first and last row and alone in its context, contexts shorter than a tile per warp, contexts of more than 32
+ * blocks (its block-table window moves), an odd number of pairs, with and without RoPE; an odd block size falls back
+ * to the shared-memory kernel. */
 static void test_attention_decode_fragments(void **state)
 {
     (void)state;
     backend *shared = gpu;
-    fk_error err = {0};
-    setenv("FK_DECODE_FRAGMENTS", "1", 1);
-    if (backend_cuda_create(&gpu, &err))
-        fail_msg("%s", err.message);
-    unsetenv("FK_DECODE_FRAGMENTS");
-    for (int op_rope = 0; op_rope <= 1; op_rope++) {
-        const int groups[5] = {1, 4, 8, 12, 16}, blocks[2] = {16, 32};
-        for (int gi = 0; gi < 5; gi++)
-            for (int bi = 0; bi < 2; bi++) {
-                /* up to 256 keys: one split, whatever the GPU */
-                int nq[7] = {1, 1, 1, 1, 1, 1, 1}, ctx[7] = {1, 16, 17, 32, 33, 129, 256};
-                attention_case(7, nq, ctx, 2 * groups[gi], 2, 64, blocks[bi], gi != 2, op_rope);
-            }
-        /* 160 x 4 pairs (no splits on GPUs of up to 640 SMs) of up to 1,100 keys: the table window at 512 and 1,024. */
-        int nq[160], ctx[160];
-        for (int s = 0; s < 160; s++)
-            nq[s] = 1, ctx[s] = s < 4 ? 512 + s : 1 + (int)tu_below(&rng, 1100);
-        attention_case(160, nq, ctx, 16, 4, 64, 16, true, op_rope);
-        int nq5[3] = {1, 1, 1}, ctx5[3] = {7, 200, 64}; /* block size 5: the shared-memory kernel */
-        attention_case(3, nq5, ctx5, 8, 8, 64, 5, true, op_rope);
+    const char *slices[3] = {"1", "2", "4"};
+    for (int sl = 0; sl < 3; sl++) {
+        fk_error err = {0};
+        setenv("FK_DECODE_FRAGMENTS", "1", 1);
+        setenv("FK_DECODE_SLICES", slices[sl], 1);
+        if (backend_cuda_create(&gpu, &err))
+            fail_msg("%s", err.message);
+        unsetenv("FK_DECODE_FRAGMENTS");
+        unsetenv("FK_DECODE_SLICES");
+        for (int op_rope = 0; op_rope <= 1; op_rope++) {
+            const int groups[5] = {1, 4, 8, 12, 16}, blocks[2] = {16, 32};
+            for (int gi = 0; gi < 5; gi++)
+                for (int bi = 0; bi < 2; bi++) {
+                    /* up to 256 keys: one split, whatever the GPU */
+                    int nq[7] = {1, 1, 1, 1, 1, 1, 1}, ctx[7] = {1, 16, 17, 32, 33, 129, 256};
+                    attention_case(7, nq, ctx, 2 * groups[gi], 2, 64, blocks[bi], gi != 2, op_rope);
+                }
+            /* 160 x 4 pairs (no splits on GPUs of up to 640 SMs) of up to 1,100 keys: the table window at 512 and
+             * 1,024. */
+            int nq[160], ctx[160];
+            for (int s = 0; s < 160; s++)
+                nq[s] = 1, ctx[s] = s < 4 ? 512 + s : 1 + (int)tu_below(&rng, 1100);
+            attention_case(160, nq, ctx, 16, 4, 64, 16, true, op_rope);
+            /* 3 x 3 pairs: the last block's warps past the last pair */
+            int nq3[3] = {1, 1, 1}, ctx3[3] = {40, 250, 3};
+            attention_case(3, nq3, ctx3, 6, 3, 64, 16, true, op_rope);
+            int nq5[3] = {1, 1, 1}, ctx5[3] = {7, 200, 64}; /* block size 5: the shared-memory kernel */
+            attention_case(3, nq5, ctx5, 8, 8, 64, 5, true, op_rope);
+        }
+        gpu->ops->destroy(gpu);
     }
-    gpu->ops->destroy(gpu);
     gpu = shared;
 }
 
