@@ -352,11 +352,11 @@ template <int D> bool four_warp_blocks(int pairs, int n_sms)
     return pairs >= (D == 64 ? 3 : 12) * n_sms;
 }
 
-// The fragments kernel (16 warps an SM) wants its warps to fill the GPU: one warp a pair is 6-13 % faster than the
-// 4-warp blocks from 128 sequences x 8 KV heads (1,024 pairs) up and 20 % slower at 64 x 8 (an H100, BENCHMARKS.md),
-// and with 4 warps a pair up to 4 x SMs pairs and 2 above, it is 9-27 % faster than the shared-memory kernels from
-// 32 x 8 pairs (256) to 128 x 8 at 129-256 keys (and at 64 x 8 also at 400-512 and 1,000-1,100 keys), and level or
-// faster above.
+// The fragments kernel (16 warps an SM) wants its warps to fill the GPU. On an H100 (BENCHMARKS.md), at 129-256
+// keys: one warp a pair is 6-13 % faster than the 4-warp blocks from 128 sequences x 8 KV heads (1,024 pairs, 7.8 x
+// SMs) up and 20 % slower at 64 x 8; 4 warps a pair up to 4 x SMs pairs and 2 up to 7 x SMs are 9-27 % faster than
+// the shared-memory kernel from 32 x 8 (256 pairs) to 128 x 8 (and at 64 x 8 also at 400-512 and 1,000-1,100 keys).
+// From 7 x SMs pairs the slice counts are level with one another.
 inline bool fragments_kernel(int pairs, int n_sms)
 {
     return pairs >= 2 * n_sms;
@@ -364,7 +364,7 @@ inline bool fragments_kernel(int pairs, int n_sms)
 
 inline int fragment_slices(int pairs, int n_sms)
 {
-    return pairs <= 4 * n_sms ? 4 : 2;
+    return pairs <= 4 * n_sms ? 4 : pairs < 7 * n_sms ? 2 : 1;
 }
 
 // Stages in flight need cp.async, which the code has only when compiled for sm_80 or later: the choice follows the

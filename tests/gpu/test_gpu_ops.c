@@ -845,7 +845,8 @@ static void test_attention_decode(void **state)
         attention_case(64, nq64, ctx64, 32, 8, 64, 16, true, op_rope);
         gpu->ops->destroy(gpu);
         gpu = shared;
-        /* 128 x 8 pairs at head dim 64: the fragments kernel with 2 warps a pair on GPUs of up to 255 SMs. */
+        /* 128 x 8 pairs at head dim 64: the fragments kernel, with 1 warp a pair on GPUs of up to 146 SMs (an H100's
+         * 132), 2 on those of 147 to 255. */
         int nq128[128], ctx128[128];
         for (int s = 0; s < 128; s++)
             nq128[s] = 1, ctx128[s] = 1 + (int)tu_below(&rng, 300);
