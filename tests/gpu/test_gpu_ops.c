@@ -858,11 +858,16 @@ static void test_attention_decode(void **state)
  * pair (FK_DECODE_SLICES): head dim 64, query heads per KV head 1 to 16, blocks of 16 and 32 keys, the new key at a
  * tile's first and last row and alone in its context, contexts shorter than a tile per warp, contexts of more than 32
  * blocks (its block-table window moves), an odd number of pairs, with and without RoPE; an odd block size falls back
- * to the shared-memory kernel. */
+ * to the shared-memory kernel. A slice count of 3 is refused. */
 static void test_attention_decode_fragments(void **state)
 {
     (void)state;
-    backend *shared = gpu;
+    backend *shared = gpu, *bad = NULL;
+    fk_error bad_err = {0};
+    setenv("FK_DECODE_SLICES", "3", 1); /* not a slice count: refused at creation */
+    assert_int_equal(backend_cuda_create(&bad, &bad_err), FK_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(bad_err.message, "FK_DECODE_SLICES"));
+    unsetenv("FK_DECODE_SLICES");
     const char *slices[3] = {"1", "2", "4"};
     for (int sl = 0; sl < 3; sl++) {
         fk_error err = {0};
