@@ -354,7 +354,7 @@ template <int D> bool four_warp_blocks(int pairs, int n_sms)
 
 // The fragments kernel (16 warps an SM) wants its warps to fill the GPU. On an H100 (BENCHMARKS.md), at 129-256
 // keys: one warp a pair is 6-13 % faster than the 4-warp blocks from 128 sequences x 8 KV heads (1,024 pairs, 7.8 x
-// SMs) up and 20 % slower at 64 x 8; 4 warps a pair up to 4 x SMs pairs and 2 up to 7 x SMs are 9-27 % faster than
+// SMs) up and 20 % slower at 64 x 8; 4 warps a pair up to 4 x SMs pairs and 2 up to 7 x SMs are 10-27 % faster than
 // the shared-memory kernel from 32 x 8 (256 pairs) to 112 x 8 (and at 64 x 8 also at 400-512 and 1,000-1,100 keys),
 // and the whole step gains from 48 x 8 on (32 x 8 with 4 warps forced: level). From 7 x SMs pairs two warps a pair
 // were no faster in the step.
