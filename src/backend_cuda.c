@@ -32,6 +32,9 @@ typedef struct cuda_backend {
     int small_linear_max_m; /* linears of up to this many tokens run k_linear_small (FK_SMALL_LINEAR_MAX_M) */
     int unaligned_max_m;    /* the same for a linear whose output rows are not whole 16-byte vectors (a 50,257-token
                              * head); passes of 64 tokens above 64 (FK_SMALL_LINEAR_UNALIGNED_MAX_M) */
+    int wgmma_linear_max_m; /* above small_linear_max_m, fp16 linears of up to this many tokens run k_linear_wgmma
+                             * (FK_WGMMA_LINEAR_MAX_M; 0 where the device cannot run it) */
+    int wgmma_stages;       /* its shared-memory stages: 0 lets the kernel choose (FK_WGMMA_LINEAR_STAGES) */
     float *linear_partials; /* k_linear_small's and k_linear_quant's split-K scratch and its tile counters */
     unsigned *linear_counters;
     int quant_small_max_m; /* quantized linears of up to this many tokens run k_linear_quant, 16 tokens a pass
@@ -70,6 +73,9 @@ typedef struct cuda_backend {
  * cuBLAS on W's padded rows (cublas_linear_any), which is level with ours at 16-32 tokens and 1.9x / 3.2x faster at
  * 128 / 256 (kernels/bench/bench_linear; bench-1b at 256 requests +7.8 %, BENCHMARKS.md). */
 #define UNALIGNED_MAX_M_DEFAULT 32
+/* On a Hopper, fp16 linears of more tokens than the small kernel's, up to this many, run k_linear_wgmma (TMA and
+ * wgmma), else cuBLAS (kernels/bench/bench_linear; BENCHMARKS.md). */
+#define WGMMA_LINEAR_MAX_M_DEFAULT 64
 /* Two passes of the small kernel, not the tiled one, up to 32 tokens: in bench-1b's decode step at 32 requests the
  * tiled kernel did not gain for INT8 (-2 %) though it wins on most shapes alone, and loses on most for INT4
  * (BENCHMARKS.md). */
@@ -390,6 +396,22 @@ static bool small_linear(const cuda_backend *cb, int n, int in, int out, const v
     return n <= max_m && in % 8 == 0 && (uintptr_t)x % 16 == 0 && (uintptr_t)w % 16 == 0;
 }
 
+/* Whether k_linear_wgmma takes this linear: more tokens than small_linear takes, up to wgmma_linear_max_m, rows of W
+ * of whole 16-byte vectors, aligned x and W. */
+static bool wgmma_linear(const cuda_backend *cb, int n, int in, const void *x, const void *w)
+{
+    return n <= cb->wgmma_linear_max_m && in % 8 == 0 && (uintptr_t)x % 16 == 0 && (uintptr_t)w % 16 == 0;
+}
+
+static fk_status run_wgmma_linear(cuda_backend *cb, void *y, const void *x, const void *w, const void *bias, int n,
+                                  int in, int out, int epilogue, fk_error *err)
+{
+    const int splits = k_linear_wgmma_splits(n, in, out, epilogue, cb->n_sms);
+    return launched(k_linear_wgmma(y, x, w, bias, n, in, out, epilogue, splits, cb->wgmma_stages, cb->linear_partials,
+                                   cb->linear_counters, cb->stream),
+                    "linear_wgmma", err);
+}
+
 /* k_linear_small in passes of up to K_LINEAR_SMALL_MAX_M tokens (each pass reads W once). */
 static fk_status run_small_linear(cuda_backend *cb, void *y, const void *x, const void *w, const void *bias, int n,
                                   int in, int out, int epilogue, fk_error *err)
@@ -470,6 +492,8 @@ static fk_status plain_linear(cuda_backend *cb, void *y, const void *x, const vo
 {
     if (small_linear(cb, n, in, out, x, w))
         return run_small_linear(cb, y, x, w, bias, n, in, out, gelu ? K_LINEAR_GELU : K_LINEAR_PLAIN, err);
+    if (wgmma_linear(cb, n, in, x, w))
+        return run_wgmma_linear(cb, y, x, w, bias, n, in, out, gelu ? K_LINEAR_GELU : K_LINEAR_PLAIN, err);
     return gemm_linear(cb, y, x, w, true, bias, n, in, out, gelu, err);
 }
 
@@ -576,6 +600,8 @@ static fk_status cuda_linear_silu_mul(backend *b, void *out, void *scratch, cons
     cuda_backend *cb = cb_of(b);
     if (w->format == FK_QUANT_NONE && small_linear(cb, n, in, f, x, w->data))
         return run_small_linear(cb, out, x, w->data, bias, n, in, f, K_LINEAR_SILU_MUL, err);
+    if (w->format == FK_QUANT_NONE && wgmma_linear(cb, n, in, x, w->data))
+        return run_wgmma_linear(cb, out, x, w->data, bias, n, in, f, K_LINEAR_SILU_MUL, err);
     if (w->format != FK_QUANT_NONE && quant_small(cb, n, in, x))
         return run_quant_small(cb, out, x, w, bias, n, in, f, K_LINEAR_SILU_MUL, err);
     fk_status s = cuda_linear(b, scratch, x, w, bias, n, in, 2 * f, err);
@@ -896,7 +922,10 @@ static fk_status gelu_epilogue_choice(bool *by_cublaslt, fk_error *err)
 /* The tuning switches read from the environment, for tests, benchmarks and the profile before/after (defaults are
  * the measured best, docs/BENCHMARKS.md): FK_SMALL_LINEAR_MAX_M (0..64, default SMALL_LINEAR_MAX_M_DEFAULT; 0 sends
  * every linear with aligned output rows to cuBLAS), FK_SMALL_LINEAR_UNALIGNED_MAX_M (the same for the others, default
- * UNALIGNED_MAX_M_DEFAULT, passes of 64 tokens above 64), FK_QUANT_SMALL_MAX_M (0..256, default
+ * UNALIGNED_MAX_M_DEFAULT, passes of 64 tokens above 64), FK_WGMMA_LINEAR_MAX_M (0..64, default
+ * WGMMA_LINEAR_MAX_M_DEFAULT: on a Hopper, fp16 linears of more tokens than those, up to this many, run
+ * k_linear_wgmma; 0 sends them to cuBLAS), FK_WGMMA_LINEAR_STAGES (0, 4, 6 or 8: its shared-memory stages; 0, the
+ * default, K_LINEAR_WGMMA_STAGES), FK_QUANT_SMALL_MAX_M (0..256, default
  * QUANT_SMALL_MAX_M_DEFAULT: quantized linears of up to this many tokens run k_linear_quant, 16 tokens a pass; 0
  * sends every one to the next path), FK_QUANT_MMA_MAX_M (0..1048576, default QUANT_MMA_MAX_M_INT8 / _INT4: quantized
  * linears of more tokens, up to this many, run k_linear_quant_mma; above, and everywhere when both are 0, W is
@@ -928,13 +957,15 @@ static fk_status tuning_from_env(cuda_backend *cb, fk_error *err)
     cb->small_linear_max_m = SMALL_LINEAR_MAX_M_DEFAULT;
     cb->unaligned_max_m = UNALIGNED_MAX_M_DEFAULT;
     cb->quant_small_max_m = QUANT_SMALL_MAX_M_DEFAULT;
-    int quant_mma_max_m = -1;
+    int quant_mma_max_m = -1, wgmma_max_m = WGMMA_LINEAR_MAX_M_DEFAULT, wgmma_ok;
     int pdl = 1, hopper = 1, fragments = -1, enabled;
     int scratch_mb = DEQUANT_SCRATCH_MB_DEFAULT, padded_mb = PADDED_SCRATCH_MB_DEFAULT;
     fk_status s;
     if ((s = gelu_epilogue_choice(&cb->gelu_by_cublaslt, err)) ||
         (s = env_int("FK_SMALL_LINEAR_MAX_M", 0, K_LINEAR_SMALL_MAX_M, &cb->small_linear_max_m, err)) ||
         (s = env_int("FK_SMALL_LINEAR_UNALIGNED_MAX_M", 0, 1 << 20, &cb->unaligned_max_m, err)) ||
+        (s = env_int("FK_WGMMA_LINEAR_MAX_M", 0, K_LINEAR_WGMMA_MAX_M, &wgmma_max_m, err)) ||
+        (s = env_int("FK_WGMMA_LINEAR_STAGES", 0, 8, &cb->wgmma_stages, err)) ||
         (s = env_int("FK_QUANT_SMALL_MAX_M", 0, 256, &cb->quant_small_max_m, err)) ||
         (s = env_int("FK_QUANT_MMA_MAX_M", 0, 1 << 20, &quant_mma_max_m, err)) ||
         (s = env_int("FK_QUANT_MMA_ROWS", 0, 128, &cb->quant_mma_rows, err)) ||
@@ -946,6 +977,11 @@ static fk_status tuning_from_env(cuda_backend *cb, fk_error *err)
         return s;
     if (cb->decode_slices == 3)
         return fk_error_set(err, FK_ERR_INVALID_ARGUMENT, "FK_DECODE_SLICES=\"3\" (expected 0, 1, 2 or 4)");
+    if (cb->wgmma_stages % 2 || cb->wgmma_stages == 2)
+        return fk_error_set(err, FK_ERR_INVALID_ARGUMENT, "FK_WGMMA_LINEAR_STAGES=\"%d\" (expected 0, 4, 6 or 8)",
+                            cb->wgmma_stages);
+    CUDA_OK(k_linear_wgmma_available(&wgmma_ok), "wgmma linear probe");
+    cb->wgmma_linear_max_m = wgmma_ok ? wgmma_max_m : 0;
     cb->decode_kernel = fragments < 0 ? K_DECODE_AUTO : fragments ? K_DECODE_FRAGMENTS : K_DECODE_STAGED;
     if (cb->quant_mma_rows && cb->quant_mma_rows != 64 && cb->quant_mma_rows != 128)
         return fk_error_set(err, FK_ERR_INVALID_ARGUMENT, "FK_QUANT_MMA_ROWS=\"%d\" (expected 0, 64 or 128)",

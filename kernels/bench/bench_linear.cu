@@ -204,10 +204,12 @@ int main(int argc, char **argv)
     CHECK(cudaMalloc(&partials, K_LINEAR_SMALL_PARTIAL_FLOATS * sizeof(float)));
     CHECK(cudaMalloc(&counters, K_LINEAR_SMALL_COUNTERS * sizeof(unsigned)));
     CHECK(cudaMemset(counters, 0, K_LINEAR_SMALL_COUNTERS * sizeof(unsigned)));
+    int wgmma = 0; // the Hopper kernel (k_linear_wgmma), where it runs: m <= K_LINEAR_WGMMA_MAX_M
+    CHECK(k_linear_wgmma_available(&wgmma));
 
     if (!*variant)
-        printf("%-14s %-20s %6s %6s %3s | %9s %8s %6s | %9s %8s %6s | %s\n", "model", "layer", "k", "n", "m", "ours us",
-               "GB/s", "%copy", "cuBLAS us", "GB/s", "%copy", "speedup");
+        printf("%-14s %-20s %6s %6s %3s | %9s %8s %6s | %9s %8s %6s | %9s %6s | %s\n", "model", "layer", "k", "n", "m",
+               "ours us", "GB/s", "%copy", "cuBLAS us", "GB/s", "%copy", "wgmma us", "%copy", "speedup");
     const char *only = getenv("FK_BENCH_ONLY"); // "model layer" substring: one shape (as for a profiler run)
     for (const shape &sh : shapes) {
         char name[96];
@@ -241,6 +243,28 @@ int main(int argc, char **argv)
                                   sh.k, x, CUDA_R_16F, sh.k, &zero, tmp, CUDA_R_16F, rows, CUBLAS_COMPUTE_32F,
                                   CUBLAS_GEMM_DEFAULT));
             });
+            // the wgmma kernel with its chosen splits at each stage count, and with half and twice the splits at the
+            // default stages (RESULT lines; the table shows the default)
+            double wg_us = 0;
+            if (wgmma && m <= K_LINEAR_WGMMA_MAX_M) {
+                const int auto_splits = k_linear_wgmma_splits(m, sh.k, sh.n, sh.epilogue, prop.multiProcessorCount);
+                const int variants[][2] = {{K_LINEAR_WGMMA_STAGES, auto_splits}, {4, auto_splits}, {8, auto_splits},
+                                           {K_LINEAR_WGMMA_STAGES, std::max(1, auto_splits / 2)},
+                                           {K_LINEAR_WGMMA_STAGES, 2 * auto_splits}};
+                for (int v = 0; v < 5; v++) {
+                    const int stages = variants[v][0], splits_v = variants[v][1];
+                    if (v > 0 && (stages == variants[0][0] && splits_v == variants[0][1]))
+                        continue;
+                    const double us = us_per_call(stream, [&](int i) {
+                        CHECK(k_linear_wgmma(y, x, w[i % copies], sh.bias ? bias : nullptr, m, sh.k, sh.n, sh.epilogue,
+                                             splits_v, stages, partials, counters, stream));
+                    });
+                    if (v == 0)
+                        wg_us = us;
+                    printf("RESULT linear_wgmma%s %s %s m=%d stages=%d splits=%d: %.2f us\n", variant, sh.model,
+                           sh.layer, m, stages, splits_v, us);
+                }
+            }
             // rows not a multiple of 8 (a 50,257-token head): cuBLAS on W's rows padded to a multiple of 8, then a
             // 2-D copy packs y's rows (the backend's way above the small kernel's range)
             if (rows % 8) {
@@ -258,9 +282,11 @@ int main(int argc, char **argv)
             const double g_ours = bytes / (ours * 1e-6) / 1e9, g_blas = bytes / (blas_us * 1e-6) / 1e9;
             fp16_us[{shape_i, m}] = ours, cublas_us[{shape_i, m}] = blas_us;
             if (!*variant)
-                printf("%-14s %-20s %6d %6d %3d | %9.2f %8.0f %5.1f%% | %9.2f %8.0f %5.1f%% | %.2fx (splits %d)\n",
+                printf("%-14s %-20s %6d %6d %3d | %9.2f %8.0f %5.1f%% | %9.2f %8.0f %5.1f%% | %9.2f %5.1f%% | %.2fx "
+                       "(splits %d)\n",
                        sh.model, sh.layer, sh.k, rows, m, ours, g_ours, 100 * g_ours / copy, blas_us, g_blas,
-                       100 * g_blas / copy, blas_us / ours, splits);
+                       100 * g_blas / copy, wg_us, wg_us > 0 ? 100 * bytes / (wg_us * 1e-6) / 1e9 / copy : 0.0,
+                       blas_us / ours, splits);
             printf("RESULT linear_small%s %s %s m=%d: %.2f us %.1f%% of copy; cublas %.2f us %.1f%%\n", variant,
                    sh.model, sh.layer, m, ours, 100 * g_ours / copy, blas_us, 100 * g_blas / copy);
         }

@@ -159,13 +159,25 @@ static void linear_case(backend *g, enum linear_kind kind, fk_quantization forma
         cpu->ops->release(cpu, cw.scales);
 }
 
+/* The paths an fp16 linear can take, set through the environment: the small kernel for every count up to 64 (on
+ * unaligned output rows up to 256 tokens, in passes of 64: the 100-token cases); the wgmma kernel for every count up
+ * to 64 (on a Hopper; elsewhere those go to cuBLAS too), with 4 and with 8 stages (the 4-stage ring wraps every 256
+ * k); cuBLAS everywhere (on unaligned output rows, W's padded rows into the padded scratch, here of 1 MiB, so that a
+ * 300-token head-like case goes in two chunks). */
+static const struct {
+    const char *name;
+    const char *small, *unaligned, *wgmma, *stages;
+} linear_modes[] = {
+    {"small kernel", "64", "256", "0", "0"},
+    {"wgmma kernel, 4 stages", "0", "0", "64", "4"},
+    {"wgmma kernel, 8 stages", "0", "0", "64", "8"},
+    {"cuBLAS", "0", "0", "0", "0"},
+};
+
 /* Every token count from 1 to 17, then the edges of the small-batch kernel's token tiles (8, 16, 32 and 64 tokens)
  * and one past its range, then larger ones, on odd shapes: k not a multiple of the kernel's 32-wide step (or of 8:
  * cuBLAS), rows not a multiple of 16, few rows with a long k (split-K across blocks), the model shapes; and random
- * shapes drawn each run. Each kind runs with the small kernel on for its whole range (FK_SMALL_LINEAR_MAX_M=64; on
- * unaligned output rows up to 256 tokens, in passes of 64: the 100-token cases) and off (both 0: cuBLAS everywhere;
- * on unaligned output rows, W's padded rows into the padded scratch, here of 1 MiB, so that a 300-token head-like
- * case goes in two chunks). */
+ * shapes drawn each run; in each of linear_modes. */
 static void linear_cases(enum linear_kind kind)
 {
     const int shapes[][2] = {{64, 64}, {136, 33}, {2048, 3072}, {8192, 64}, {768, 2304}, {40, 83}, {129, 100},
@@ -173,22 +185,25 @@ static void linear_cases(enum linear_kind kind)
     const int mid[] = {24, 32, 33, 47, 64, 65};
     const int ns[] = {17, 100, 128, 300};
     backend *shared = gpu;
-    for (int on = 1; on >= 0; on--) {
+    for (size_t mi = 0; mi < sizeof linear_modes / sizeof linear_modes[0]; mi++) {
+        const char *mode = linear_modes[mi].name;
+        const bool cublas_only = mi == sizeof linear_modes / sizeof linear_modes[0] - 1;
+        const char *const env[5][2] = {{"FK_SMALL_LINEAR_MAX_M", linear_modes[mi].small},
+                                       {"FK_SMALL_LINEAR_UNALIGNED_MAX_M", linear_modes[mi].unaligned},
+                                       {"FK_WGMMA_LINEAR_MAX_M", linear_modes[mi].wgmma},
+                                       {"FK_WGMMA_LINEAR_STAGES", linear_modes[mi].stages},
+                                       {"FK_PADDED_SCRATCH_MB", cublas_only ? "1" : NULL}};
+        for (int i = 0; i < 5; i++)
+            if (env[i][1])
+                setenv(env[i][0], env[i][1], 1);
         fk_error err = {0};
-        char max_m[16];
-        snprintf(max_m, sizeof max_m, "%d", on ? K_LINEAR_SMALL_MAX_M : 0);
-        setenv("FK_SMALL_LINEAR_MAX_M", max_m, 1);
-        setenv("FK_SMALL_LINEAR_UNALIGNED_MAX_M", on ? "256" : "0", 1);
-        if (!on)
-            setenv("FK_PADDED_SCRATCH_MB", "1", 1);
         backend *g = NULL;
-        if (backend_cuda_create(&g, &err))
+        const fk_status created = backend_cuda_create(&g, &err);
+        for (int i = 0; i < 5; i++)
+            unsetenv(env[i][0]);
+        if (created)
             fail_msg("%s", err.message);
-        unsetenv("FK_SMALL_LINEAR_MAX_M");
-        unsetenv("FK_SMALL_LINEAR_UNALIGNED_MAX_M");
-        unsetenv("FK_PADDED_SCRATCH_MB");
         gpu = g; /* the helpers upload through `gpu` */
-        const char *mode = on ? "small kernel" : "cuBLAS";
         for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
             const int in = shapes[k][0], out = shapes[k][1];
             for (int n = 1; n <= 17; n++)
@@ -197,7 +212,7 @@ static void linear_cases(enum linear_kind kind)
                 linear_case(g, kind, FK_QUANT_NONE, mid[i], in, out, (i + k) % 2, mode);
             linear_case(g, kind, FK_QUANT_NONE, ns[k % 4], in, out, k % 2, mode);
         }
-        if (!on) /* 1 MiB holds 166 padded rows of 3,141 */
+        if (cublas_only) /* 1 MiB holds 166 padded rows of 3,141 */
             linear_case(g, kind, FK_QUANT_NONE, 300, 2048, 3141, false, "cuBLAS, padded rows in two chunks");
         for (int r = 0; r < 6; r++) { /* random shapes: k a multiple of 8 (the small kernel's) or not */
             const int in = 8 * (1 + (int)tu_below(&rng, 600)) + (r == 5 ? 3 : 0), out = 1 + (int)tu_below(&rng, 700);
@@ -454,6 +469,14 @@ static void test_linear_gelu(void **state)
     assert_int_equal(backend_cuda_create(&bad, &err), FK_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(err.message, "FK_SMALL_LINEAR_MAX_M"));
     unsetenv("FK_SMALL_LINEAR_MAX_M");
+    const char *const refused[][2] = {{"FK_WGMMA_LINEAR_MAX_M", "65"}, {"FK_WGMMA_LINEAR_STAGES", "5"},
+                                      {"FK_WGMMA_LINEAR_STAGES", "2"}, {"FK_WGMMA_LINEAR_STAGES", "10"}};
+    for (int i = 0; i < 4; i++) { /* beyond the wgmma kernel's tokens, stages it has no build for */
+        setenv(refused[i][0], refused[i][1], 1);
+        assert_int_equal(backend_cuda_create(&bad, &err), FK_ERR_INVALID_ARGUMENT);
+        assert_non_null(strstr(err.message, refused[i][0]));
+        unsetenv(refused[i][0]);
+    }
     linear_cases(GELU);
 }
 

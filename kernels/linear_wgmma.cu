@@ -1,0 +1,366 @@
+// linear_wgmma.cu — k_linear_small's y[m][n] = epilogue(x[m][k] W[n][k]^T + bias) for 1 .. 64 tokens on Hopper
+// (sm_90a: TMA and wgmma), where the time is one pass over W and what matters is how many of its bytes are in
+// flight. A block owns a tile of 128 rows of W (SiLU·mul: 64 gate rows and their 64 up rows) and a range of k
+// (split-K across blocks where the tiles are fewer than the SMs). One producer thread streams the tile through a ring
+// of `stages` shared-memory stages, 64 k a stage: two TMA boxes of 64 rows of W and one box of x's tokens (padded to
+// NTOK rows with zeros by the TMA), all 128B-swizzled. Its first `stages` boxes of W go out before the PDL wait, so
+// up to stages x 16 KB of weights stream in while the previous kernel finishes. One consumer warpgroup multiplies
+// each stage as it lands with the tokens as wgmma's N ("swap AB": D[64 rows of W][NTOK tokens] = W x^T, both
+// operands K-major in shared memory), two accumulators of 64 rows, fp32, and hands the stage back. Split-K blocks
+// meet as linear_sums.cuh's do: fp32 partials in global memory, added by the tile's last split in split order (the
+// result does not depend on timing), then the epilogue: bias, GELU or SiLU·mul, fp16 y.
+// Accumulator layout (PTX "wgmma .m64nNk16 D"): warp w of the warpgroup holds rows 16w + g and 16w + g + 8 (lane =
+// 4g + t); element 4j + e is column (token) 8j + 2t + (e & 1) of row 16w + g + 8 (e >> 1).
+#include <cuda.h>
+#include <cudaTypedefs.h>
+
+#include "common.cuh"
+#include "kernels.h"
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#include "wgmma.cuh"
+#endif
+
+namespace {
+
+constexpr int BOX_ROWS = 64;          // rows of W in a TMA box (one wgmma's M)
+constexpr int BOX_K = 64;             // k in a stage: one 128-byte swizzle row
+constexpr int W_BOX_BYTES = BOX_ROWS * BOX_K * 2;
+constexpr int THREADS = 160;          // warps 0-3 consume (one warpgroup), warp 4 produces
+constexpr int CONSUMERS = 128;
+
+// Rows of y a block covers.
+__host__ __device__ constexpr int tile_rows(int epi)
+{
+    return epi == K_LINEAR_SILU_MUL ? BOX_ROWS : 2 * BOX_ROWS;
+}
+
+// fp32 partials of one split of one tile: two accumulators of 64 rows x NTOK.
+__host__ __device__ constexpr int tile_floats(int ntok)
+{
+    return 2 * BOX_ROWS * ntok;
+}
+
+// Shared memory of a stage: the two W boxes, then x's box of NTOK rows; each 1024-byte aligned.
+__host__ __device__ constexpr int stage_bytes(int ntok)
+{
+    return 2 * W_BOX_BYTES + ntok * BOX_K * 2;
+}
+
+__host__ __device__ constexpr int smem_bytes(int ntok, int stages)
+{
+    return stages * stage_bytes(ntok) + 2 * stages * 8 + 8 + 1024; // + barriers, the last-split flag, alignment
+}
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+template <int NTOK>
+__device__ __forceinline__ void wgmma_ss(float (&d)[NTOK / 2], uint64_t desc_a, uint64_t desc_b)
+{
+    if constexpr (NTOK == 8)
+        wgmma_ss_n8(d, desc_a, desc_b, 1);
+    else if constexpr (NTOK == 16)
+        wgmma_ss_n16(d, desc_a, desc_b, 1);
+    else if constexpr (NTOK == 32)
+        wgmma_ss_n32(d, desc_a, desc_b, 1);
+    else
+        wgmma_ss_n64(d, desc_a, desc_b, 1);
+}
+#endif
+
+template <int NTOK, int EPI, int STAGES>
+__global__ void __launch_bounds__(THREADS, 1)
+    linear_wgmma_kernel(const __grid_constant__ CUtensorMap w_map, const __grid_constant__ CUtensorMap x_map,
+                        __half *__restrict__ y, const __half *__restrict__ bias, int m, int k, int n,
+                        int chunks_per_split, float *__restrict__ partials, unsigned *__restrict__ counters)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    constexpr int STAGE = stage_bytes(NTOK), ACC = NTOK / 2;
+    extern __shared__ __align__(16) uint8_t smem_raw[];
+    const uint32_t base = (smem_addr(smem_raw) + 1023) & ~1023u;
+    const uint32_t full = base + STAGES * STAGE, empty = full + STAGES * 8; // barrier s at + 8 s
+    unsigned *last_flag = reinterpret_cast<unsigned *>(smem_raw + (empty + STAGES * 8 - smem_addr(smem_raw)));
+
+    const int tile = blockIdx.x, split = blockIdx.y, n_splits = gridDim.y;
+    const int n_chunks = (k + BOX_K - 1) / BOX_K;
+    const int c_begin = split * chunks_per_split, c_end = min(n_chunks, c_begin + chunks_per_split);
+    const int r0 = tile * tile_rows(EPI); // first row of y
+    // W rows of the two boxes: consecutive 64-row halves, or the gate rows and their up rows n further on
+    const int w_row0 = r0, w_row1 = EPI == K_LINEAR_SILU_MUL ? n + r0 : r0 + BOX_ROWS;
+
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; s++)
+            mbarrier_init(full + 8 * s, 1), mbarrier_init(empty + 8 * s, CONSUMERS);
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+
+    if (threadIdx.x >= CONSUMERS) { // ---- producer: one thread
+        if (threadIdx.x == CONSUMERS) {
+            const uint64_t stream_once = l2_evict_first(), keep = l2_evict_last();
+            const int ahead = min(STAGES, c_end - c_begin);
+            // W does not depend on the previous kernel: the first stages' weights go out before the wait
+            for (int i = 0; i < ahead; i++) {
+                const uint32_t st = base + i * STAGE, bar = full + 8 * i;
+                mbarrier_arrive_expect_tx(bar, STAGE);
+                tma_load_2d(st, &w_map, (c_begin + i) * BOX_K, w_row0, bar, stream_once);
+                tma_load_2d(st + W_BOX_BYTES, &w_map, (c_begin + i) * BOX_K, w_row1, bar, stream_once);
+            }
+            pdl_wait();
+            pdl_launch_dependents();
+            for (int i = 0; i < ahead; i++)
+                tma_load_2d(base + i * STAGE + 2 * W_BOX_BYTES, &x_map, (c_begin + i) * BOX_K, 0, full + 8 * i, keep);
+            for (int i = ahead; i < c_end - c_begin; i++) {
+                const int s = i % STAGES, c = c_begin + i;
+                const uint32_t st = base + s * STAGE, bar = full + 8 * s;
+                mbarrier_wait(empty + 8 * s, (i / STAGES - 1) & 1); // the consumers are done with chunk i - STAGES
+                mbarrier_arrive_expect_tx(bar, STAGE);
+                tma_load_2d(st, &w_map, c * BOX_K, w_row0, bar, stream_once);
+                tma_load_2d(st + W_BOX_BYTES, &w_map, c * BOX_K, w_row1, bar, stream_once);
+                tma_load_2d(st + 2 * W_BOX_BYTES, &x_map, c * BOX_K, 0, bar, keep);
+            }
+        } else {
+            pdl_wait();
+            pdl_launch_dependents();
+        }
+        return;
+    }
+
+    // ---- consumers: the warpgroup's 128 threads
+    pdl_wait();
+    pdl_launch_dependents();
+    float acc[2][ACC];
+#pragma unroll
+    for (int b = 0; b < 2; b++)
+#pragma unroll
+        for (int i = 0; i < ACC; i++)
+            acc[b][i] = 0;
+    for (int i = 0; i < c_end - c_begin; i++) {
+        const int s = i % STAGES;
+        const uint32_t st = base + s * STAGE;
+        mbarrier_wait(full + 8 * s, (i / STAGES) & 1);
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < BOX_K / 16; kk++) { // 16 k (32 bytes) a step within the swizzled 128-byte rows
+            const uint64_t dx = smem_desc(st + 2 * W_BOX_BYTES + kk * 32, 16);
+            wgmma_ss<NTOK>(acc[0], smem_desc(st + kk * 32, 16), dx);
+            wgmma_ss<NTOK>(acc[1], smem_desc(st + W_BOX_BYTES + kk * 32, 16), dx);
+        }
+        wgmma_commit();
+        wgmma_wait_all(acc[0]);
+        wgmma_wait_all(acc[1]);
+        mbarrier_arrive(empty + 8 * s); // the stage is free to refill
+    }
+
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
+    if (n_splits > 1) { // every split's partials, coalesced: entry (b, i) of thread tid at (b ACC + i) 128 + tid
+        float *mine = partials + ((size_t)tile * n_splits + split) * tile_floats(NTOK);
+#pragma unroll
+        for (int b = 0; b < 2; b++)
+#pragma unroll
+            for (int i = 0; i < ACC; i++)
+                mine[(b * ACC + i) * CONSUMERS + tid] = acc[b][i];
+        __threadfence();
+        named_barrier_sync(1, CONSUMERS);
+        if (tid == 0) {
+            const bool last = atomicAdd(&counters[tile], 1u) == (unsigned)n_splits - 1;
+            if (last)
+                counters[tile] = 0; // no other split of this tile is left: ready for the next launch
+            *last_flag = last;
+        }
+        named_barrier_sync(1, CONSUMERS);
+        if (!*last_flag)
+            return;
+        __threadfence();
+        const float *all = partials + (size_t)tile * n_splits * tile_floats(NTOK);
+#pragma unroll
+        for (int b = 0; b < 2; b++)
+#pragma unroll
+            for (int i = 0; i < ACC; i++)
+                acc[b][i] = 0;
+        for (int sp = 0; sp < n_splits; sp++) // in split order, whichever split arrived last
+#pragma unroll
+            for (int b = 0; b < 2; b++)
+#pragma unroll
+                for (int i = 0; i < ACC; i++)
+                    acc[b][i] += __ldcg(all + (size_t)sp * tile_floats(NTOK) + (b * ACC + i) * CONSUMERS + tid);
+    }
+
+#pragma unroll
+    for (int i = 0; i < ACC; i++) {
+        const int token = 8 * (i / 4) + 2 * t + (i & 1), lr = 16 * warp + g + 8 * ((i % 4) >> 1);
+        if (token >= m)
+            continue;
+        if (EPI == K_LINEAR_SILU_MUL) {
+            const int row = r0 + lr;
+            if (row < n) {
+                const float gate = acc[0][i] + (bias ? __half2float(bias[row]) : 0.0f);
+                const float up = acc[1][i] + (bias ? __half2float(bias[n + row]) : 0.0f);
+                y[(size_t)token * n + row] = __float2half(silu_mul(gate, up));
+            }
+        } else {
+#pragma unroll
+            for (int b = 0; b < 2; b++) {
+                const int row = r0 + b * BOX_ROWS + lr;
+                if (row >= n)
+                    continue;
+                float v = acc[b][i] + (bias ? __half2float(bias[row]) : 0.0f);
+                if (EPI == K_LINEAR_GELU)
+                    v = gelu_tanh(v);
+                y[(size_t)token * n + row] = __float2half(v);
+            }
+        }
+    }
+#endif
+}
+
+// Writes 1 where the kernels above were compiled for sm_90a (and so can run), else 0.
+__global__ void wgmma_probe_kernel(int *out)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    *out = 1;
+#else
+    *out = 0;
+#endif
+}
+
+PFN_cuTensorMapEncodeTiled_v12000 encode_tiled; // the driver's encoder, looked up once
+
+cudaError_t find_encoder()
+{
+    if (encode_tiled)
+        return cudaSuccess;
+    cudaDriverEntryPointQueryResult found;
+    void *fn = nullptr;
+    cudaError_t e = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found);
+    if (e != cudaSuccess)
+        return e;
+    if (found != cudaDriverEntryPointSuccess || !fn)
+        return cudaErrorNotSupported;
+    encode_tiled = (PFN_cuTensorMapEncodeTiled_v12000)fn;
+    return cudaSuccess;
+}
+
+// A tensor map of a row-major fp16 matrix [rows][k], boxes of box_rows x 64, 128B-swizzled.
+cudaError_t tensor_map(CUtensorMap *map, const void *p, int rows, int k, int box_rows)
+{
+    cudaError_t e = find_encoder();
+    if (e != cudaSuccess)
+        return e;
+    const cuuint64_t dims[2] = {(cuuint64_t)k, (cuuint64_t)rows}, strides[1] = {(cuuint64_t)k * 2};
+    const cuuint32_t box[2] = {BOX_K, (cuuint32_t)box_rows}, step[2] = {1, 1};
+    const CUresult r = encode_tiled(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, const_cast<void *>(p), dims, strides,
+                                    box, step, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                    CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
+}
+
+template <int NTOK, int EPI, int STAGES>
+cudaError_t launch(__half *y, const __half *x, const __half *w, const __half *bias, int m, int k, int n, int splits,
+                   float *partials, unsigned *counters, cudaStream_t stream)
+{
+    static bool configured; // the shared-memory opt-in, once per instantiation
+    constexpr int SMEM = smem_bytes(NTOK, STAGES);
+    cudaError_t e;
+    if (!configured) {
+        if ((e = cudaFuncSetAttribute(linear_wgmma_kernel<NTOK, EPI, STAGES>,
+                                      cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM)))
+            return e;
+        configured = true;
+    }
+    CUtensorMap w_map, x_map;
+    const int w_rows = EPI == K_LINEAR_SILU_MUL ? 2 * n : n;
+    if ((e = tensor_map(&w_map, w, w_rows, k, BOX_ROWS)) || (e = tensor_map(&x_map, x, m, k, NTOK)))
+        return e;
+    const int n_chunks = (k + BOX_K - 1) / BOX_K, per_split = (n_chunks + splits - 1) / splits;
+    const dim3 grid((n + tile_rows(EPI) - 1) / tile_rows(EPI), (n_chunks + per_split - 1) / per_split);
+    return fk_launch(linear_wgmma_kernel<NTOK, EPI, STAGES>, grid, dim3(THREADS), SMEM, stream, w_map, x_map, y, bias,
+                     m, k, n, per_split, partials, counters);
+}
+
+template <int NTOK, int EPI>
+cudaError_t launch_stages(__half *y, const __half *x, const __half *w, const __half *bias, int m, int k, int n,
+                          int splits, int stages, float *partials, unsigned *counters, cudaStream_t stream)
+{
+    switch (stages) {
+    case 4: return launch<NTOK, EPI, 4>(y, x, w, bias, m, k, n, splits, partials, counters, stream);
+    case 6: return launch<NTOK, EPI, 6>(y, x, w, bias, m, k, n, splits, partials, counters, stream);
+    case 8: return launch<NTOK, EPI, 8>(y, x, w, bias, m, k, n, splits, partials, counters, stream);
+    default: return cudaErrorInvalidValue;
+    }
+}
+
+template <int EPI>
+cudaError_t launch_m(__half *y, const __half *x, const __half *w, const __half *bias, int m, int k, int n, int splits,
+                     int stages, float *partials, unsigned *counters, cudaStream_t stream)
+{
+    if (m <= 8)
+        return launch_stages<8, EPI>(y, x, w, bias, m, k, n, splits, stages, partials, counters, stream);
+    if (m <= 16)
+        return launch_stages<16, EPI>(y, x, w, bias, m, k, n, splits, stages, partials, counters, stream);
+    if (m <= 32)
+        return launch_stages<32, EPI>(y, x, w, bias, m, k, n, splits, stages, partials, counters, stream);
+    return launch_stages<64, EPI>(y, x, w, bias, m, k, n, splits, stages, partials, counters, stream);
+}
+
+} // namespace
+
+extern "C" cudaError_t k_linear_wgmma_available(int *available)
+{
+    *available = 0;
+    int device, major, minor, *flag, got = 0;
+    cudaError_t e;
+    if ((e = cudaGetDevice(&device)) || (e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device)) ||
+        (e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device)))
+        return e;
+    if (major != 9 || minor != 0) // sm_90a code runs on compute capability 9.0 only
+        return cudaSuccess;
+    if (find_encoder() != cudaSuccess) // a driver without tensor maps: not available, not an error
+        return cudaSuccess;
+    if ((e = cudaMalloc(&flag, sizeof *flag)))
+        return e;
+    wgmma_probe_kernel<<<1, 1>>>(flag);
+    if (!(e = cudaGetLastError()))
+        e = cudaMemcpy(&got, flag, sizeof got, cudaMemcpyDeviceToHost);
+    cudaFree(flag);
+    *available = e == cudaSuccess && got == 1;
+    return e;
+}
+
+extern "C" int k_linear_wgmma_splits(int m, int k, int n, int epilogue, int n_sms)
+{
+    (void)m;
+    // Blocks along k until the blocks cover the SMs once, each keeping at least 4 chunks (4 x 64 k), within what the
+    // partials buffer holds.
+    const int tiles = (n + tile_rows(epilogue) - 1) / tile_rows(epilogue), n_chunks = (k + BOX_K - 1) / BOX_K;
+    int splits = (n_sms + tiles - 1) / tiles;
+    const int by_work = n_chunks / 4 > 1 ? n_chunks / 4 : 1;
+    const int by_space = (int)(K_LINEAR_SMALL_PARTIAL_FLOATS / ((size_t)tiles * tile_floats(K_LINEAR_WGMMA_MAX_M)));
+    splits = splits < by_work ? splits : by_work;
+    splits = splits < by_space ? splits : by_space;
+    return splits < 1 ? 1 : splits;
+}
+
+extern "C" cudaError_t k_linear_wgmma(void *y, const void *x, const void *w, const void *bias, int m, int k, int n,
+                                      int epilogue, int splits, int stages, float *partials, unsigned *counters,
+                                      cudaStream_t stream)
+{
+    if (m <= 0 || n <= 0)
+        return cudaSuccess;
+    const int tiles = (n + tile_rows(epilogue) - 1) / tile_rows(epilogue);
+    if (m > K_LINEAR_WGMMA_MAX_M || k <= 0 || k % 8 || splits < 1 || (uintptr_t)x % 16 || (uintptr_t)w % 16 ||
+        (splits > 1 && (!partials || !counters || tiles > K_LINEAR_SMALL_COUNTERS ||
+                        (size_t)tiles * splits * tile_floats(K_LINEAR_WGMMA_MAX_M) > K_LINEAR_SMALL_PARTIAL_FLOATS)))
+        return cudaErrorInvalidValue;
+    if (stages == 0)
+        stages = K_LINEAR_WGMMA_STAGES;
+    __half *yh = (__half *)y;
+    const __half *xh = (const __half *)x, *wh = (const __half *)w, *bh = (const __half *)bias;
+    switch (epilogue) {
+    case K_LINEAR_PLAIN:
+        return launch_m<K_LINEAR_PLAIN>(yh, xh, wh, bh, m, k, n, splits, stages, partials, counters, stream);
+    case K_LINEAR_GELU:
+        return launch_m<K_LINEAR_GELU>(yh, xh, wh, bh, m, k, n, splits, stages, partials, counters, stream);
+    case K_LINEAR_SILU_MUL:
+        return launch_m<K_LINEAR_SILU_MUL>(yh, xh, wh, bh, m, k, n, splits, stages, partials, counters, stream);
+    default: return cudaErrorInvalidValue;
+    }
+}
