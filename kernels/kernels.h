@@ -102,16 +102,17 @@ cudaError_t k_linear_small(void *y, const void *x, const void *w, const void *bi
                            int splits, float *partials, unsigned *counters, cudaStream_t stream);
 int k_linear_small_splits(int m, int k, int n, int epilogue, int n_sms);
 
-/* The same linear on Hopper's TMA and wgmma (linear_wgmma.cu; m <= K_LINEAR_WGMMA_MAX_M): arguments, epilogues,
- * splits, partials and counters as for k_linear_small (k_linear_wgmma_splits chooses splits); k % 8 == 0, x and w
- * 16-byte aligned, y any. stages: shared-memory stages of 64 k (4, 6 or 8; 0: K_LINEAR_WGMMA_STAGES). Runs only where
- * k_linear_wgmma_available says so: compute capability 9.0, sm_90a code built, a driver with tensor maps. */
+/* The same linear on Hopper's TMA and wgmma (linear_wgmma.cu; m <= K_LINEAR_WGMMA_MAX_M): arguments and epilogues as
+ * for k_linear_small; splits (1 .. 8) split k across the blocks of a cluster, which add their sums in shared memory
+ * (k_linear_wgmma_splits chooses); k % 8 == 0, x and w 16-byte aligned, y any. stages: shared-memory stages of 64 k
+ * (4, 6 or 8; 0: K_LINEAR_WGMMA_STAGES). Runs only where k_linear_wgmma_available says so: compute capability 9.0,
+ * sm_90a code built, a driver with tensor maps. */
 #define K_LINEAR_WGMMA_MAX_M 64
 #define K_LINEAR_WGMMA_STAGES 6
 cudaError_t k_linear_wgmma_available(int *available);
 int k_linear_wgmma_splits(int m, int k, int n, int epilogue, int n_sms);
 cudaError_t k_linear_wgmma(void *y, const void *x, const void *w, const void *bias, int m, int k, int n, int epilogue,
-                           int splits, int stages, float *partials, unsigned *counters, cudaStream_t stream);
+                           int splits, int stages, cudaStream_t stream);
 
 /* The weight formats of the quantized linears (the values of include/flashkernel.h's fk_quantization). */
 enum { K_QUANT_INT8 = 1, K_QUANT_INT4 = 2 };

@@ -6,9 +6,10 @@
 // NTOK rows with zeros by the TMA), all 128B-swizzled. Its first `stages` boxes of W go out before the PDL wait, so
 // up to stages x 16 KB of weights stream in while the previous kernel finishes. One consumer warpgroup multiplies
 // each stage as it lands with the tokens as wgmma's N ("swap AB": D[64 rows of W][NTOK tokens] = W x^T, both
-// operands K-major in shared memory), two accumulators of 64 rows, fp32, and hands the stage back. Split-K blocks
-// meet as linear_sums.cuh's do: fp32 partials in global memory, added by the tile's last split in split order (the
-// result does not depend on timing), then the epilogue: bias, GELU or SiLU·mul, fp16 y.
+// operands K-major in shared memory), two accumulators of 64 rows, fp32, and hands the stage back. The splits of a
+// tile are one thread block cluster: each leaves its sums in its shared memory, and each adds a share of the tile's
+// entries over all of them (distributed shared memory) in split order, so the result does not depend on timing;
+// then the epilogue: bias, GELU or SiLU·mul, fp16 y.
 // Accumulator layout (PTX "wgmma .m64nNk16 D"): warp w of the warpgroup holds rows 16w + g and 16w + g + 8 (lane =
 // 4g + t); element 4j + e is column (token) 8j + 2t + (e & 1) of row 16w + g + 8 (e >> 1).
 #include <cuda.h>
@@ -27,17 +28,12 @@ constexpr int BOX_K = 64;             // k in a stage: one 128-byte swizzle row
 constexpr int W_BOX_BYTES = BOX_ROWS * BOX_K * 2;
 constexpr int THREADS = 160;          // warps 0-3 consume (one warpgroup), warp 4 produces
 constexpr int CONSUMERS = 128;
+constexpr int MAX_SPLITS = 8;         // blocks of a cluster (the portable limit)
 
 // Rows of y a block covers.
 __host__ __device__ constexpr int tile_rows(int epi)
 {
     return epi == K_LINEAR_SILU_MUL ? BOX_ROWS : 2 * BOX_ROWS;
-}
-
-// fp32 partials of one split of one tile: two accumulators of 64 rows x NTOK.
-__host__ __device__ constexpr int tile_floats(int ntok)
-{
-    return 2 * BOX_ROWS * ntok;
 }
 
 // Shared memory of a stage: the two W boxes, then x's box of NTOK rows; each 1024-byte aligned.
@@ -66,18 +62,67 @@ __device__ __forceinline__ void wgmma_ss(float (&d)[NTOK / 2], uint64_t desc_a, 
 }
 #endif
 
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+// Thread block clusters: every thread of the cluster's blocks arrives, then waits for all (release / acquire).
+__device__ __forceinline__ void cluster_sync()
+{
+    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+
+// A float in block `rank`'s shared memory at the address `addr` has in this block.
+__device__ __forceinline__ float load_cluster_float(uint32_t addr, int rank)
+{
+    uint32_t remote;
+    float v;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(addr), "r"(rank));
+    asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(v) : "r"(remote) : "memory");
+    return v;
+}
+
+// y at accumulator entry i of consumer thread tid (both accumulators' values: rows 64 apart, or gate and up) of the
+// tile whose first row of y is r0: bias, then GELU or SiLU·mul, fp16.
+template <int EPI>
+__device__ __forceinline__ void store_entry(__half *__restrict__ y, const __half *__restrict__ bias, int m, int n,
+                                            int r0, int tid, int i, float v0, float v1)
+{
+    const int warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
+    const int token = 8 * (i / 4) + 2 * t + (i & 1), lr = 16 * warp + g + 8 * ((i % 4) >> 1);
+    if (token >= m)
+        return;
+    if constexpr (EPI == K_LINEAR_SILU_MUL) {
+        const int row = r0 + lr;
+        if (row < n) {
+            const float gate = v0 + (bias ? __half2float(bias[row]) : 0.0f);
+            const float up = v1 + (bias ? __half2float(bias[n + row]) : 0.0f);
+            y[(size_t)token * n + row] = __float2half(silu_mul(gate, up));
+        }
+    } else {
+#pragma unroll
+        for (int b = 0; b < 2; b++) {
+            const int row = r0 + b * BOX_ROWS + lr;
+            if (row >= n)
+                continue;
+            float v = (b ? v1 : v0) + (bias ? __half2float(bias[row]) : 0.0f);
+            if (EPI == K_LINEAR_GELU)
+                v = gelu_tanh(v);
+            y[(size_t)token * n + row] = __float2half(v);
+        }
+    }
+}
+#endif
+
+// Grid (tiles, splits); with splits > 1 the splits of a tile are one cluster (1, splits, 1).
 template <int NTOK, int EPI, int STAGES>
 __global__ void __launch_bounds__(THREADS, 1)
     linear_wgmma_kernel(const __grid_constant__ CUtensorMap w_map, const __grid_constant__ CUtensorMap x_map,
                         __half *__restrict__ y, const __half *__restrict__ bias, int m, int k, int n,
-                        int chunks_per_split, float *__restrict__ partials, unsigned *__restrict__ counters)
+                        int chunks_per_split)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     constexpr int STAGE = stage_bytes(NTOK), ACC = NTOK / 2;
     extern __shared__ __align__(16) uint8_t smem_raw[];
     const uint32_t base = (smem_addr(smem_raw) + 1023) & ~1023u;
     const uint32_t full = base + STAGES * STAGE, empty = full + STAGES * 8; // barrier s at + 8 s
-    unsigned *last_flag = reinterpret_cast<unsigned *>(smem_raw + (empty + STAGES * 8 - smem_addr(smem_raw)));
 
     const int tile = blockIdx.x, split = blockIdx.y, n_splits = gridDim.y;
     const int n_chunks = (k + BOX_K - 1) / BOX_K;
@@ -85,130 +130,108 @@ __global__ void __launch_bounds__(THREADS, 1)
     const int r0 = tile * tile_rows(EPI); // first row of y
     // W rows of the two boxes: consecutive 64-row halves, or the gate rows and their up rows n further on
     const int w_row0 = r0, w_row1 = EPI == K_LINEAR_SILU_MUL ? n + r0 : r0 + BOX_ROWS;
+    const int tid = threadIdx.x;
 
-    if (threadIdx.x == 0) {
+    if (tid == 0) {
         for (int s = 0; s < STAGES; s++)
             mbarrier_init(full + 8 * s, 1), mbarrier_init(empty + 8 * s, CONSUMERS);
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
     __syncthreads();
 
-    if (threadIdx.x >= CONSUMERS) { // ---- producer: one thread
-        if (threadIdx.x == CONSUMERS) {
-            const uint64_t stream_once = l2_evict_first(), keep = l2_evict_last();
-            const int ahead = min(STAGES, c_end - c_begin);
-            // W does not depend on the previous kernel: the first stages' weights go out before the wait
-            for (int i = 0; i < ahead; i++) {
-                const uint32_t st = base + i * STAGE, bar = full + 8 * i;
-                mbarrier_arrive_expect_tx(bar, STAGE);
-                tma_load_2d(st, &w_map, (c_begin + i) * BOX_K, w_row0, bar, stream_once);
-                tma_load_2d(st + W_BOX_BYTES, &w_map, (c_begin + i) * BOX_K, w_row1, bar, stream_once);
-            }
-            pdl_wait();
-            pdl_launch_dependents();
-            for (int i = 0; i < ahead; i++)
-                tma_load_2d(base + i * STAGE + 2 * W_BOX_BYTES, &x_map, (c_begin + i) * BOX_K, 0, full + 8 * i, keep);
-            for (int i = ahead; i < c_end - c_begin; i++) {
-                const int s = i % STAGES, c = c_begin + i;
-                const uint32_t st = base + s * STAGE, bar = full + 8 * s;
-                mbarrier_wait(empty + 8 * s, (i / STAGES - 1) & 1); // the consumers are done with chunk i - STAGES
-                mbarrier_arrive_expect_tx(bar, STAGE);
-                tma_load_2d(st, &w_map, c * BOX_K, w_row0, bar, stream_once);
-                tma_load_2d(st + W_BOX_BYTES, &w_map, c * BOX_K, w_row1, bar, stream_once);
-                tma_load_2d(st + 2 * W_BOX_BYTES, &x_map, c * BOX_K, 0, bar, keep);
-            }
-        } else {
-            pdl_wait();
-            pdl_launch_dependents();
-        }
-        return;
-    }
-
-    // ---- consumers: the warpgroup's 128 threads
-    pdl_wait();
-    pdl_launch_dependents();
     float acc[2][ACC];
 #pragma unroll
     for (int b = 0; b < 2; b++)
 #pragma unroll
         for (int i = 0; i < ACC; i++)
             acc[b][i] = 0;
-    for (int i = 0; i < c_end - c_begin; i++) {
-        const int s = i % STAGES;
-        const uint32_t st = base + s * STAGE;
-        mbarrier_wait(full + 8 * s, (i / STAGES) & 1);
-        wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < BOX_K / 16; kk++) { // 16 k (32 bytes) a step within the swizzled 128-byte rows
-            const uint64_t dx = smem_desc(st + 2 * W_BOX_BYTES + kk * 32, 16);
-            wgmma_ss<NTOK>(acc[0], smem_desc(st + kk * 32, 16), dx);
-            wgmma_ss<NTOK>(acc[1], smem_desc(st + W_BOX_BYTES + kk * 32, 16), dx);
+    if (tid == CONSUMERS) { // ---- producer: one thread
+        const uint64_t stream_once = l2_evict_first(), keep = l2_evict_last();
+        const int ahead = min(STAGES, c_end - c_begin);
+        // W does not depend on the previous kernel: the first stages' weights go out before the wait
+        for (int i = 0; i < ahead; i++) {
+            const uint32_t st = base + i * STAGE, bar = full + 8 * i;
+            mbarrier_arrive_expect_tx(bar, STAGE);
+            tma_load_2d(st, &w_map, (c_begin + i) * BOX_K, w_row0, bar, stream_once);
+            tma_load_2d(st + W_BOX_BYTES, &w_map, (c_begin + i) * BOX_K, w_row1, bar, stream_once);
         }
-        wgmma_commit();
-        wgmma_wait_all(acc[0]);
-        wgmma_wait_all(acc[1]);
-        mbarrier_arrive(empty + 8 * s); // the stage is free to refill
-    }
-
-    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
-    if (n_splits > 1) { // every split's partials, coalesced: entry (b, i) of thread tid at (b ACC + i) 128 + tid
-        float *mine = partials + ((size_t)tile * n_splits + split) * tile_floats(NTOK);
+        pdl_wait();
+        pdl_launch_dependents();
+        for (int i = 0; i < ahead; i++)
+            tma_load_2d(base + i * STAGE + 2 * W_BOX_BYTES, &x_map, (c_begin + i) * BOX_K, 0, full + 8 * i, keep);
+        for (int i = ahead; i < c_end - c_begin; i++) {
+            const int s = i % STAGES, c = c_begin + i;
+            const uint32_t st = base + s * STAGE, bar = full + 8 * s;
+            mbarrier_wait(empty + 8 * s, (i / STAGES - 1) & 1); // the consumers are done with chunk i - STAGES
+            mbarrier_arrive_expect_tx(bar, STAGE);
+            tma_load_2d(st, &w_map, c * BOX_K, w_row0, bar, stream_once);
+            tma_load_2d(st + W_BOX_BYTES, &w_map, c * BOX_K, w_row1, bar, stream_once);
+            tma_load_2d(st + 2 * W_BOX_BYTES, &x_map, c * BOX_K, 0, bar, keep);
+        }
+    } else if (tid > CONSUMERS) {
+        pdl_wait();
+        pdl_launch_dependents();
+    } else { // ---- consumers: the warpgroup's 128 threads
+        pdl_wait();
+        pdl_launch_dependents();
+        for (int i = 0; i < c_end - c_begin; i++) {
+            const int s = i % STAGES;
+            const uint32_t st = base + s * STAGE;
+            mbarrier_wait(full + 8 * s, (i / STAGES) & 1);
+            wgmma_fence();
 #pragma unroll
-        for (int b = 0; b < 2; b++)
+            for (int kk = 0; kk < BOX_K / 16; kk++) { // 16 k (32 bytes) a step within the swizzled 128-byte rows
+                const uint64_t dx = smem_desc(st + 2 * W_BOX_BYTES + kk * 32, 16);
+                wgmma_ss<NTOK>(acc[0], smem_desc(st + kk * 32, 16), dx);
+                wgmma_ss<NTOK>(acc[1], smem_desc(st + W_BOX_BYTES + kk * 32, 16), dx);
+            }
+            wgmma_commit();
+            wgmma_wait_all(acc[0]);
+            wgmma_wait_all(acc[1]);
+            mbarrier_arrive(empty + 8 * s); // the stage is free to refill
+        }
+        if (n_splits == 1) {
 #pragma unroll
             for (int i = 0; i < ACC; i++)
-                mine[(b * ACC + i) * CONSUMERS + tid] = acc[b][i];
-        __threadfence();
-        named_barrier_sync(1, CONSUMERS);
-        if (tid == 0) {
-            const bool last = atomicAdd(&counters[tile], 1u) == (unsigned)n_splits - 1;
-            if (last)
-                counters[tile] = 0; // no other split of this tile is left: ready for the next launch
-            *last_flag = last;
-        }
-        named_barrier_sync(1, CONSUMERS);
-        if (!*last_flag)
+                store_entry<EPI>(y, bias, m, n, r0, tid, i, acc[0][i], acc[1][i]);
             return;
-        __threadfence();
-        const float *all = partials + (size_t)tile * n_splits * tile_floats(NTOK);
+        }
+        // Split-K: the sums go to this block's shared memory (over the stages, every one of which has landed and
+        // been read once the warpgroup is past this barrier), entry (b, i) of thread tid at (b ACC + i) 128 + tid.
+        named_barrier_sync(1, CONSUMERS);
+        float *sums = reinterpret_cast<float *>(smem_raw + (base - smem_addr(smem_raw)));
 #pragma unroll
         for (int b = 0; b < 2; b++)
 #pragma unroll
             for (int i = 0; i < ACC; i++)
-                acc[b][i] = 0;
-        for (int sp = 0; sp < n_splits; sp++) // in split order, whichever split arrived last
-#pragma unroll
-            for (int b = 0; b < 2; b++)
-#pragma unroll
-                for (int i = 0; i < ACC; i++)
-                    acc[b][i] += __ldcg(all + (size_t)sp * tile_floats(NTOK) + (b * ACC + i) * CONSUMERS + tid);
+                sums[(b * ACC + i) * CONSUMERS + tid] = acc[b][i];
     }
+    if (n_splits == 1)
+        return;
 
+    // The cluster's blocks (the tile's splits) meet; block `split` adds its share of the tile's entries over every
+    // split's shared memory, in split order (the result does not depend on timing), and writes them to y; the second
+    // meeting keeps every block's shared memory alive until all have read it.
+    cluster_sync();
+    if (tid < CONSUMERS) {
+        constexpr int ENTRIES = ACC * CONSUMERS; // (i, consumer thread) pairs, each with both accumulators
+        const int per = (ENTRIES + n_splits - 1) / n_splits, e0 = split * per, e1 = min(ENTRIES, e0 + per);
+        for (int e = e0 + tid; e < e1; e += CONSUMERS) {
+            const int i = e / CONSUMERS, owner = e % CONSUMERS;
+            const uint32_t at0 = base + 4 * (i * CONSUMERS + owner), at1 = at0 + 4 * ACC * CONSUMERS;
+            float p0[MAX_SPLITS], p1[MAX_SPLITS], v0 = 0, v1 = 0; // all loads in flight, then the sums in order
 #pragma unroll
-    for (int i = 0; i < ACC; i++) {
-        const int token = 8 * (i / 4) + 2 * t + (i & 1), lr = 16 * warp + g + 8 * ((i % 4) >> 1);
-        if (token >= m)
-            continue;
-        if (EPI == K_LINEAR_SILU_MUL) {
-            const int row = r0 + lr;
-            if (row < n) {
-                const float gate = acc[0][i] + (bias ? __half2float(bias[row]) : 0.0f);
-                const float up = acc[1][i] + (bias ? __half2float(bias[n + row]) : 0.0f);
-                y[(size_t)token * n + row] = __float2half(silu_mul(gate, up));
-            }
-        } else {
+            for (int sp = 0; sp < MAX_SPLITS; sp++)
+                if (sp < n_splits)
+                    p0[sp] = load_cluster_float(at0, sp), p1[sp] = load_cluster_float(at1, sp);
 #pragma unroll
-            for (int b = 0; b < 2; b++) {
-                const int row = r0 + b * BOX_ROWS + lr;
-                if (row >= n)
-                    continue;
-                float v = acc[b][i] + (bias ? __half2float(bias[row]) : 0.0f);
-                if (EPI == K_LINEAR_GELU)
-                    v = gelu_tanh(v);
-                y[(size_t)token * n + row] = __float2half(v);
-            }
+            for (int sp = 0; sp < MAX_SPLITS; sp++)
+                if (sp < n_splits)
+                    v0 += p0[sp], v1 += p1[sp];
+            store_entry<EPI>(y, bias, m, n, r0, owner, i, v0, v1);
         }
     }
+    cluster_sync();
 #endif
 }
 
@@ -253,16 +276,17 @@ cudaError_t tensor_map(CUtensorMap *map, const void *p, int rows, int k, int box
     return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
 }
 
+// The kernel as fk_launch would start it (early launch where PDL is on), a tile's splits one cluster.
 template <int NTOK, int EPI, int STAGES>
 cudaError_t launch(__half *y, const __half *x, const __half *w, const __half *bias, int m, int k, int n, int splits,
-                   float *partials, unsigned *counters, cudaStream_t stream)
+                   cudaStream_t stream)
 {
     static bool configured; // the shared-memory opt-in, once per instantiation
     constexpr int SMEM = smem_bytes(NTOK, STAGES);
+    auto kernel = linear_wgmma_kernel<NTOK, EPI, STAGES>;
     cudaError_t e;
     if (!configured) {
-        if ((e = cudaFuncSetAttribute(linear_wgmma_kernel<NTOK, EPI, STAGES>,
-                                      cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM)))
+        if ((e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM)))
             return e;
         configured = true;
     }
@@ -271,34 +295,45 @@ cudaError_t launch(__half *y, const __half *x, const __half *w, const __half *bi
     if ((e = tensor_map(&w_map, w, w_rows, k, BOX_ROWS)) || (e = tensor_map(&x_map, x, m, k, NTOK)))
         return e;
     const int n_chunks = (k + BOX_K - 1) / BOX_K, per_split = (n_chunks + splits - 1) / splits;
-    const dim3 grid((n + tile_rows(EPI) - 1) / tile_rows(EPI), (n_chunks + per_split - 1) / per_split);
-    return fk_launch(linear_wgmma_kernel<NTOK, EPI, STAGES>, grid, dim3(THREADS), SMEM, stream, w_map, x_map, y, bias,
-                     m, k, n, per_split, partials, counters);
+    splits = (n_chunks + per_split - 1) / per_split; // none empty
+    cudaLaunchAttribute attrs[2]; // early launch where PDL is on, then the cluster of a tile's splits
+    attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attrs[0].val.programmaticStreamSerializationAllowed = 1;
+    attrs[1].id = cudaLaunchAttributeClusterDimension;
+    attrs[1].val.clusterDim.x = 1, attrs[1].val.clusterDim.y = splits, attrs[1].val.clusterDim.z = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3((n + tile_rows(EPI) - 1) / tile_rows(EPI), splits);
+    cfg.blockDim = dim3(THREADS);
+    cfg.dynamicSmemBytes = SMEM;
+    cfg.stream = stream;
+    cfg.attrs = fk_pdl_enabled ? attrs : attrs + 1;
+    cfg.numAttrs = (fk_pdl_enabled ? 1 : 0) + (splits > 1 ? 1 : 0);
+    return cudaLaunchKernelEx(&cfg, kernel, w_map, x_map, y, bias, m, k, n, per_split);
 }
 
 template <int NTOK, int EPI>
 cudaError_t launch_stages(__half *y, const __half *x, const __half *w, const __half *bias, int m, int k, int n,
-                          int splits, int stages, float *partials, unsigned *counters, cudaStream_t stream)
+                          int splits, int stages, cudaStream_t stream)
 {
     switch (stages) {
-    case 4: return launch<NTOK, EPI, 4>(y, x, w, bias, m, k, n, splits, partials, counters, stream);
-    case 6: return launch<NTOK, EPI, 6>(y, x, w, bias, m, k, n, splits, partials, counters, stream);
-    case 8: return launch<NTOK, EPI, 8>(y, x, w, bias, m, k, n, splits, partials, counters, stream);
+    case 4: return launch<NTOK, EPI, 4>(y, x, w, bias, m, k, n, splits, stream);
+    case 6: return launch<NTOK, EPI, 6>(y, x, w, bias, m, k, n, splits, stream);
+    case 8: return launch<NTOK, EPI, 8>(y, x, w, bias, m, k, n, splits, stream);
     default: return cudaErrorInvalidValue;
     }
 }
 
 template <int EPI>
 cudaError_t launch_m(__half *y, const __half *x, const __half *w, const __half *bias, int m, int k, int n, int splits,
-                     int stages, float *partials, unsigned *counters, cudaStream_t stream)
+                     int stages, cudaStream_t stream)
 {
     if (m <= 8)
-        return launch_stages<8, EPI>(y, x, w, bias, m, k, n, splits, stages, partials, counters, stream);
+        return launch_stages<8, EPI>(y, x, w, bias, m, k, n, splits, stages, stream);
     if (m <= 16)
-        return launch_stages<16, EPI>(y, x, w, bias, m, k, n, splits, stages, partials, counters, stream);
+        return launch_stages<16, EPI>(y, x, w, bias, m, k, n, splits, stages, stream);
     if (m <= 32)
-        return launch_stages<32, EPI>(y, x, w, bias, m, k, n, splits, stages, partials, counters, stream);
-    return launch_stages<64, EPI>(y, x, w, bias, m, k, n, splits, stages, partials, counters, stream);
+        return launch_stages<32, EPI>(y, x, w, bias, m, k, n, splits, stages, stream);
+    return launch_stages<64, EPI>(y, x, w, bias, m, k, n, splits, stages, stream);
 }
 
 } // namespace
@@ -328,39 +363,31 @@ extern "C" cudaError_t k_linear_wgmma_available(int *available)
 extern "C" int k_linear_wgmma_splits(int m, int k, int n, int epilogue, int n_sms)
 {
     (void)m;
-    // Blocks along k until the blocks cover the SMs once, each keeping at least 4 chunks (4 x 64 k), within what the
-    // partials buffer holds.
+    // Blocks along k while the blocks still fit on the SMs at once (one each), each keeping at least 2 chunks
+    // (2 x 64 k), at most a cluster's MAX_SPLITS.
     const int tiles = (n + tile_rows(epilogue) - 1) / tile_rows(epilogue), n_chunks = (k + BOX_K - 1) / BOX_K;
-    int splits = (n_sms + tiles - 1) / tiles;
-    const int by_work = n_chunks / 4 > 1 ? n_chunks / 4 : 1;
-    const int by_space = (int)(K_LINEAR_SMALL_PARTIAL_FLOATS / ((size_t)tiles * tile_floats(K_LINEAR_WGMMA_MAX_M)));
-    splits = splits < by_work ? splits : by_work;
-    splits = splits < by_space ? splits : by_space;
+    int splits = n_sms / tiles;
+    splits = splits < n_chunks / 2 ? splits : n_chunks / 2;
+    splits = splits < MAX_SPLITS ? splits : MAX_SPLITS;
     return splits < 1 ? 1 : splits;
 }
 
 extern "C" cudaError_t k_linear_wgmma(void *y, const void *x, const void *w, const void *bias, int m, int k, int n,
-                                      int epilogue, int splits, int stages, float *partials, unsigned *counters,
-                                      cudaStream_t stream)
+                                      int epilogue, int splits, int stages, cudaStream_t stream)
 {
     if (m <= 0 || n <= 0)
         return cudaSuccess;
-    const int tiles = (n + tile_rows(epilogue) - 1) / tile_rows(epilogue);
-    if (m > K_LINEAR_WGMMA_MAX_M || k <= 0 || k % 8 || splits < 1 || (uintptr_t)x % 16 || (uintptr_t)w % 16 ||
-        (splits > 1 && (!partials || !counters || tiles > K_LINEAR_SMALL_COUNTERS ||
-                        (size_t)tiles * splits * tile_floats(K_LINEAR_WGMMA_MAX_M) > K_LINEAR_SMALL_PARTIAL_FLOATS)))
+    if (m > K_LINEAR_WGMMA_MAX_M || k <= 0 || k % 8 || splits < 1 || splits > MAX_SPLITS || (uintptr_t)x % 16 ||
+        (uintptr_t)w % 16)
         return cudaErrorInvalidValue;
     if (stages == 0)
         stages = K_LINEAR_WGMMA_STAGES;
     __half *yh = (__half *)y;
     const __half *xh = (const __half *)x, *wh = (const __half *)w, *bh = (const __half *)bias;
     switch (epilogue) {
-    case K_LINEAR_PLAIN:
-        return launch_m<K_LINEAR_PLAIN>(yh, xh, wh, bh, m, k, n, splits, stages, partials, counters, stream);
-    case K_LINEAR_GELU:
-        return launch_m<K_LINEAR_GELU>(yh, xh, wh, bh, m, k, n, splits, stages, partials, counters, stream);
-    case K_LINEAR_SILU_MUL:
-        return launch_m<K_LINEAR_SILU_MUL>(yh, xh, wh, bh, m, k, n, splits, stages, partials, counters, stream);
+    case K_LINEAR_PLAIN: return launch_m<K_LINEAR_PLAIN>(yh, xh, wh, bh, m, k, n, splits, stages, stream);
+    case K_LINEAR_GELU: return launch_m<K_LINEAR_GELU>(yh, xh, wh, bh, m, k, n, splits, stages, stream);
+    case K_LINEAR_SILU_MUL: return launch_m<K_LINEAR_SILU_MUL>(yh, xh, wh, bh, m, k, n, splits, stages, stream);
     default: return cudaErrorInvalidValue;
     }
 }

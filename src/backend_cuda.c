@@ -407,8 +407,7 @@ static fk_status run_wgmma_linear(cuda_backend *cb, void *y, const void *x, cons
                                   int in, int out, int epilogue, fk_error *err)
 {
     const int splits = k_linear_wgmma_splits(n, in, out, epilogue, cb->n_sms);
-    return launched(k_linear_wgmma(y, x, w, bias, n, in, out, epilogue, splits, cb->wgmma_stages, cb->linear_partials,
-                                   cb->linear_counters, cb->stream),
+    return launched(k_linear_wgmma(y, x, w, bias, n, in, out, epilogue, splits, cb->wgmma_stages, cb->stream),
                     "linear_wgmma", err);
 }
 

@@ -255,13 +255,13 @@ int main(int argc, char **argv)
                     const int stages = variants[v][0], splits_v = variants[v][1];
                     if (v > 0 && (stages == variants[0][0] && splits_v == variants[0][1]))
                         continue;
-                    // splits the partials buffer cannot hold are refused: skip them
+                    // more splits than a cluster holds are refused: skip them
                     if (k_linear_wgmma(y, x, w[0], sh.bias ? bias : nullptr, m, sh.k, sh.n, sh.epilogue, splits_v,
-                                       stages, partials, counters, stream) != cudaSuccess)
+                                       stages, stream) != cudaSuccess)
                         continue;
                     const double us = us_per_call(stream, [&](int i) {
                         CHECK(k_linear_wgmma(y, x, w[i % copies], sh.bias ? bias : nullptr, m, sh.k, sh.n, sh.epilogue,
-                                             splits_v, stages, partials, counters, stream));
+                                             splits_v, stages, stream));
                     });
                     if (v == 0)
                         wg_us = us;
