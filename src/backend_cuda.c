@@ -35,6 +35,7 @@ typedef struct cuda_backend {
     int wgmma_linear_max_m; /* above small_linear_max_m, fp16 linears of up to this many tokens run k_linear_wgmma
                              * (FK_WGMMA_LINEAR_MAX_M; 0 where the device cannot run it) */
     int wgmma_stages;       /* its shared-memory stages: 0 lets the kernel choose (FK_WGMMA_LINEAR_STAGES) */
+    int wgmma_splits_ok;    /* it also takes linears it would split along k (FK_WGMMA_LINEAR_SPLITS) */
     float *linear_partials; /* k_linear_small's and k_linear_quant's split-K scratch and its tile counters */
     unsigned *linear_counters;
     int quant_small_max_m; /* quantized linears of up to this many tokens run k_linear_quant, 16 tokens a pass
@@ -398,9 +399,10 @@ static bool small_linear(const cuda_backend *cb, int n, int in, int out, const v
 
 /* Whether k_linear_wgmma takes this linear: more tokens than small_linear takes, up to wgmma_linear_max_m, rows of W
  * of whole 16-byte vectors, aligned x and W. */
-static bool wgmma_linear(const cuda_backend *cb, int n, int in, const void *x, const void *w)
+static bool wgmma_linear(const cuda_backend *cb, int n, int in, int out, int epilogue, const void *x, const void *w)
 {
-    return n <= cb->wgmma_linear_max_m && in % 8 == 0 && (uintptr_t)x % 16 == 0 && (uintptr_t)w % 16 == 0;
+    return n <= cb->wgmma_linear_max_m && in % 8 == 0 && (uintptr_t)x % 16 == 0 && (uintptr_t)w % 16 == 0 &&
+           (cb->wgmma_splits_ok || k_linear_wgmma_splits(n, in, out, epilogue, cb->n_sms) == 1);
 }
 
 static fk_status run_wgmma_linear(cuda_backend *cb, void *y, const void *x, const void *w, const void *bias, int n,
@@ -491,7 +493,7 @@ static fk_status plain_linear(cuda_backend *cb, void *y, const void *x, const vo
 {
     if (small_linear(cb, n, in, out, x, w))
         return run_small_linear(cb, y, x, w, bias, n, in, out, gelu ? K_LINEAR_GELU : K_LINEAR_PLAIN, err);
-    if (wgmma_linear(cb, n, in, x, w))
+    if (wgmma_linear(cb, n, in, out, gelu ? K_LINEAR_GELU : K_LINEAR_PLAIN, x, w))
         return run_wgmma_linear(cb, y, x, w, bias, n, in, out, gelu ? K_LINEAR_GELU : K_LINEAR_PLAIN, err);
     return gemm_linear(cb, y, x, w, true, bias, n, in, out, gelu, err);
 }
@@ -599,7 +601,7 @@ static fk_status cuda_linear_silu_mul(backend *b, void *out, void *scratch, cons
     cuda_backend *cb = cb_of(b);
     if (w->format == FK_QUANT_NONE && small_linear(cb, n, in, f, x, w->data))
         return run_small_linear(cb, out, x, w->data, bias, n, in, f, K_LINEAR_SILU_MUL, err);
-    if (w->format == FK_QUANT_NONE && wgmma_linear(cb, n, in, x, w->data))
+    if (w->format == FK_QUANT_NONE && wgmma_linear(cb, n, in, f, K_LINEAR_SILU_MUL, x, w->data))
         return run_wgmma_linear(cb, out, x, w->data, bias, n, in, f, K_LINEAR_SILU_MUL, err);
     if (w->format != FK_QUANT_NONE && quant_small(cb, n, in, x))
         return run_quant_small(cb, out, x, w, bias, n, in, f, K_LINEAR_SILU_MUL, err);
@@ -957,6 +959,7 @@ static fk_status tuning_from_env(cuda_backend *cb, fk_error *err)
     cb->unaligned_max_m = UNALIGNED_MAX_M_DEFAULT;
     cb->quant_small_max_m = QUANT_SMALL_MAX_M_DEFAULT;
     int quant_mma_max_m = -1, wgmma_max_m = WGMMA_LINEAR_MAX_M_DEFAULT, wgmma_ok;
+    cb->wgmma_splits_ok = 1;
     int pdl = 1, hopper = 1, fragments = -1, enabled;
     int scratch_mb = DEQUANT_SCRATCH_MB_DEFAULT, padded_mb = PADDED_SCRATCH_MB_DEFAULT;
     fk_status s;
@@ -965,6 +968,7 @@ static fk_status tuning_from_env(cuda_backend *cb, fk_error *err)
         (s = env_int("FK_SMALL_LINEAR_UNALIGNED_MAX_M", 0, 1 << 20, &cb->unaligned_max_m, err)) ||
         (s = env_int("FK_WGMMA_LINEAR_MAX_M", 0, K_LINEAR_WGMMA_MAX_M, &wgmma_max_m, err)) ||
         (s = env_int("FK_WGMMA_LINEAR_STAGES", 0, 8, &cb->wgmma_stages, err)) ||
+        (s = env_int("FK_WGMMA_LINEAR_SPLITS", 0, 1, &cb->wgmma_splits_ok, err)) ||
         (s = env_int("FK_QUANT_SMALL_MAX_M", 0, 256, &cb->quant_small_max_m, err)) ||
         (s = env_int("FK_QUANT_MMA_MAX_M", 0, 1 << 20, &quant_mma_max_m, err)) ||
         (s = env_int("FK_QUANT_MMA_ROWS", 0, 128, &cb->quant_mma_rows, err)) ||
