@@ -397,12 +397,15 @@ static bool small_linear(const cuda_backend *cb, int n, int in, int out, const v
     return n <= max_m && in % 8 == 0 && (uintptr_t)x % 16 == 0 && (uintptr_t)w % 16 == 0;
 }
 
-/* Whether k_linear_wgmma takes this linear: more tokens than small_linear takes, up to wgmma_linear_max_m, rows of W
- * of whole 16-byte vectors, aligned x and W. */
+/* Whether k_linear_wgmma takes this linear: more tokens than the small kernel takes on aligned rows, up to
+ * wgmma_linear_max_m (so also a 50,257-token head of 17-32 tokens, which the small kernel would take), rows of W of
+ * whole 16-byte vectors, aligned x and W; by default only where it would not split k (enough rows for the SMs: a
+ * 1B model's gate|up and head). With split-K across a cluster the kernel lost to cuBLAS inside the step (1B's q|k|v,
+ * o and down at 32-64 tokens; BENCHMARKS.md). */
 static bool wgmma_linear(const cuda_backend *cb, int n, int in, int out, int epilogue, const void *x, const void *w)
 {
-    return n <= cb->wgmma_linear_max_m && in % 8 == 0 && (uintptr_t)x % 16 == 0 && (uintptr_t)w % 16 == 0 &&
-           (cb->wgmma_splits_ok || k_linear_wgmma_splits(n, in, out, epilogue, cb->n_sms) == 1);
+    return n > cb->small_linear_max_m && n <= cb->wgmma_linear_max_m && in % 8 == 0 && (uintptr_t)x % 16 == 0 &&
+           (uintptr_t)w % 16 == 0 && (cb->wgmma_splits_ok || k_linear_wgmma_splits(n, in, out, epilogue, cb->n_sms) == 1);
 }
 
 static fk_status run_wgmma_linear(cuda_backend *cb, void *y, const void *x, const void *w, const void *bias, int n,
@@ -491,10 +494,11 @@ static fk_status gemm_linear(cuda_backend *cb, void *y, const void *x, const voi
 static fk_status plain_linear(cuda_backend *cb, void *y, const void *x, const void *w, const void *bias, int n, int in,
                               int out, bool gelu, fk_error *err)
 {
+    const int epilogue = gelu ? K_LINEAR_GELU : K_LINEAR_PLAIN;
+    if (wgmma_linear(cb, n, in, out, epilogue, x, w))
+        return run_wgmma_linear(cb, y, x, w, bias, n, in, out, epilogue, err);
     if (small_linear(cb, n, in, out, x, w))
-        return run_small_linear(cb, y, x, w, bias, n, in, out, gelu ? K_LINEAR_GELU : K_LINEAR_PLAIN, err);
-    if (wgmma_linear(cb, n, in, out, gelu ? K_LINEAR_GELU : K_LINEAR_PLAIN, x, w))
-        return run_wgmma_linear(cb, y, x, w, bias, n, in, out, gelu ? K_LINEAR_GELU : K_LINEAR_PLAIN, err);
+        return run_small_linear(cb, y, x, w, bias, n, in, out, epilogue, err);
     return gemm_linear(cb, y, x, w, true, bias, n, in, out, gelu, err);
 }
 
@@ -599,10 +603,10 @@ static fk_status cuda_linear_silu_mul(backend *b, void *out, void *scratch, cons
                                       const void *bias, int n, int in, int f, fk_error *err)
 {
     cuda_backend *cb = cb_of(b);
-    if (w->format == FK_QUANT_NONE && small_linear(cb, n, in, f, x, w->data))
-        return run_small_linear(cb, out, x, w->data, bias, n, in, f, K_LINEAR_SILU_MUL, err);
     if (w->format == FK_QUANT_NONE && wgmma_linear(cb, n, in, f, K_LINEAR_SILU_MUL, x, w->data))
         return run_wgmma_linear(cb, out, x, w->data, bias, n, in, f, K_LINEAR_SILU_MUL, err);
+    if (w->format == FK_QUANT_NONE && small_linear(cb, n, in, f, x, w->data))
+        return run_small_linear(cb, out, x, w->data, bias, n, in, f, K_LINEAR_SILU_MUL, err);
     if (w->format != FK_QUANT_NONE && quant_small(cb, n, in, x))
         return run_quant_small(cb, out, x, w, bias, n, in, f, K_LINEAR_SILU_MUL, err);
     fk_status s = cuda_linear(b, scratch, x, w, bias, n, in, 2 * f, err);
@@ -926,7 +930,8 @@ static fk_status gelu_epilogue_choice(bool *by_cublaslt, fk_error *err)
  * UNALIGNED_MAX_M_DEFAULT, passes of 64 tokens above 64), FK_WGMMA_LINEAR_MAX_M (0..64, default
  * WGMMA_LINEAR_MAX_M_DEFAULT: on a Hopper, fp16 linears of more tokens than those, up to this many, run
  * k_linear_wgmma; 0 sends them to cuBLAS), FK_WGMMA_LINEAR_STAGES (0, 4, 6 or 8: its shared-memory stages; 0, the
- * default, K_LINEAR_WGMMA_STAGES), FK_QUANT_SMALL_MAX_M (0..256, default
+ * default, K_LINEAR_WGMMA_STAGES), FK_WGMMA_LINEAR_SPLITS (1 sends it also the linears it would split along k; 0,
+ * the default, keeps those on cuBLAS), FK_QUANT_SMALL_MAX_M (0..256, default
  * QUANT_SMALL_MAX_M_DEFAULT: quantized linears of up to this many tokens run k_linear_quant, 16 tokens a pass; 0
  * sends every one to the next path), FK_QUANT_MMA_MAX_M (0..1048576, default QUANT_MMA_MAX_M_INT8 / _INT4: quantized
  * linears of more tokens, up to this many, run k_linear_quant_mma; above, and everywhere when both are 0, W is
@@ -959,7 +964,6 @@ static fk_status tuning_from_env(cuda_backend *cb, fk_error *err)
     cb->unaligned_max_m = UNALIGNED_MAX_M_DEFAULT;
     cb->quant_small_max_m = QUANT_SMALL_MAX_M_DEFAULT;
     int quant_mma_max_m = -1, wgmma_max_m = WGMMA_LINEAR_MAX_M_DEFAULT, wgmma_ok;
-    cb->wgmma_splits_ok = 1;
     int pdl = 1, hopper = 1, fragments = -1, enabled;
     int scratch_mb = DEQUANT_SCRATCH_MB_DEFAULT, padded_mb = PADDED_SCRATCH_MB_DEFAULT;
     fk_status s;

@@ -227,7 +227,10 @@ int main(int argc, char **argv)
         __half *x = random_halves((size_t)max_m * sh.k, 3), *bias = random_halves(rows, 4), *y, *tmp;
         CHECK(cudaMalloc(&y, (size_t)max_m * rows * sizeof(__half)));
         CHECK(cudaMalloc(&tmp, (size_t)max_m * ((rows + 7) / 8 * 8) * sizeof(__half)));
+        const char *only_m = getenv("FK_BENCH_M"); // one token count (as for a profiler run)
         for (int m : ms) {
+            if (only_m && m != atoi(only_m))
+                continue;
             const int pass = std::min(m, K_LINEAR_SMALL_MAX_M);
             const int splits = k_linear_small_splits(pass, sh.k, sh.n, sh.epilogue, prop.multiProcessorCount);
             const double ours = us_per_call(stream, [&](int i) {

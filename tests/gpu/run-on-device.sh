@@ -19,7 +19,8 @@
 #             the head), and
 #             server_check.py with int8 and int4 on the demo model and the 1B-shaped model
 #   profile:  flashkernel bench-engine --profile on bench-1b at batch 1, 16, 64 and 256, with this kernels
-#             (default) and without them (FK_SMALL_LINEAR_MAX_M=0 FK_PDL=0 FK_PREFILL_HOPPER=0)
+#             (default) and without them (FK_SMALL_LINEAR_MAX_M=0 FK_WGMMA_LINEAR_MAX_M=0 FK_PDL=0
+#             FK_PREFILL_HOPPER=0)
 #   server:   flashkernel-server --device cuda serving the demo model and the 1B-shaped model (server_check.py)
 #   serving:  the end-to-end serving benchmark (loadtest/run-benchmark.sh) and its transformers baseline
 #             (loadtest/hf_baseline.py); results in $OUT/serving
@@ -188,7 +189,7 @@ case " $steps " in *" profile "*)
     for n in 1 16 64 256; do
         for mode in after before; do
             env=""
-            [ $mode = before ] && env="FK_SMALL_LINEAR_MAX_M=0 FK_PDL=0 FK_PREFILL_HOPPER=0"
+            [ $mode = before ] && env="FK_SMALL_LINEAR_MAX_M=0 FK_WGMMA_LINEAR_MAX_M=0 FK_PDL=0 FK_PREFILL_HOPPER=0"
             env $env /tmp/fk-native/tools/flashkernel bench-engine --model $bench1b --device cuda --requests $n \
                 --prompt-len 128 --max-tokens 128 --max-model-len 4096 --profile >"$out/profile-$mode-$n.log" 2>&1
             echo "== profile $mode, batch $n" | tee -a "$summary"

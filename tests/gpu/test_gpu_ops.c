@@ -161,8 +161,8 @@ static void linear_case(backend *g, enum linear_kind kind, fk_quantization forma
 
 /* The paths an fp16 linear can take, set through the environment: the small kernel for every count up to 64 (on
  * unaligned output rows up to 256 tokens, in passes of 64: the 100-token cases); the wgmma kernel for every count up
- * to 64 (on a Hopper; elsewhere those go to cuBLAS too), with 4 and with 8 stages (the 4-stage ring wraps every 256
- * k); cuBLAS everywhere (on unaligned output rows, W's padded rows into the padded scratch, here of 1 MiB, so that a
+ * to 64 (on a Hopper; elsewhere those go to cuBLAS too), splitting k across a cluster where it would (not only
+ * where the default sends it), with 4 and with 8 stages (the 4-stage ring wraps every 256 k); cuBLAS everywhere (on unaligned output rows, W's padded rows into the padded scratch, here of 1 MiB, so that a
  * 300-token head-like case goes in two chunks). */
 static const struct {
     const char *name;
@@ -188,18 +188,19 @@ static void linear_cases(enum linear_kind kind)
     for (size_t mi = 0; mi < sizeof linear_modes / sizeof linear_modes[0]; mi++) {
         const char *mode = linear_modes[mi].name;
         const bool cublas_only = mi == sizeof linear_modes / sizeof linear_modes[0] - 1;
-        const char *const env[5][2] = {{"FK_SMALL_LINEAR_MAX_M", linear_modes[mi].small},
+        const char *const env[6][2] = {{"FK_SMALL_LINEAR_MAX_M", linear_modes[mi].small},
                                        {"FK_SMALL_LINEAR_UNALIGNED_MAX_M", linear_modes[mi].unaligned},
                                        {"FK_WGMMA_LINEAR_MAX_M", linear_modes[mi].wgmma},
                                        {"FK_WGMMA_LINEAR_STAGES", linear_modes[mi].stages},
+                                       {"FK_WGMMA_LINEAR_SPLITS", "1"},
                                        {"FK_PADDED_SCRATCH_MB", cublas_only ? "1" : NULL}};
-        for (int i = 0; i < 5; i++)
+        for (int i = 0; i < 6; i++)
             if (env[i][1])
                 setenv(env[i][0], env[i][1], 1);
         fk_error err = {0};
         backend *g = NULL;
         const fk_status created = backend_cuda_create(&g, &err);
-        for (int i = 0; i < 5; i++)
+        for (int i = 0; i < 6; i++)
             unsetenv(env[i][0]);
         if (created)
             fail_msg("%s", err.message);
@@ -470,8 +471,9 @@ static void test_linear_gelu(void **state)
     assert_non_null(strstr(err.message, "FK_SMALL_LINEAR_MAX_M"));
     unsetenv("FK_SMALL_LINEAR_MAX_M");
     const char *const refused[][2] = {{"FK_WGMMA_LINEAR_MAX_M", "65"}, {"FK_WGMMA_LINEAR_STAGES", "5"},
-                                      {"FK_WGMMA_LINEAR_STAGES", "2"}, {"FK_WGMMA_LINEAR_STAGES", "10"}};
-    for (int i = 0; i < 4; i++) { /* beyond the wgmma kernel's tokens, stages it has no build for */
+                                      {"FK_WGMMA_LINEAR_STAGES", "2"}, {"FK_WGMMA_LINEAR_STAGES", "10"},
+                                      {"FK_WGMMA_LINEAR_SPLITS", "2"}};
+    for (int i = 0; i < 5; i++) { /* beyond the wgmma kernel's tokens, stages it has no build for, not a switch */
         setenv(refused[i][0], refused[i][1], 1);
         assert_int_equal(backend_cuda_create(&bad, &err), FK_ERR_INVALID_ARGUMENT);
         assert_non_null(strstr(err.message, refused[i][0]));
