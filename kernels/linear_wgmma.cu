@@ -27,7 +27,7 @@ constexpr int BOX_ROWS = 64;          // rows of W in a TMA box (one wgmma's M)
 constexpr int BOX_K = 64;             // k in a stage: one 128-byte swizzle row
 constexpr int W_BOX_BYTES = BOX_ROWS * BOX_K * 2;
 constexpr int THREADS = 160;          // warps 0-3 consume (one warpgroup), warp 4 produces
-constexpr int CONSUMERS = 128;
+[[maybe_unused]] constexpr int CONSUMERS = 128; // (device code only, which Turing / Ampere builds leave empty)
 constexpr int MAX_SPLITS = 8;         // blocks of a cluster (the portable limit)
 
 // Rows of y a block covers.
