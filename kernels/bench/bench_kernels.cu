@@ -11,11 +11,11 @@
 // cuBLAS fp16 GEMM TFLOP/s. Programmatic dependent launch is on, as the backend has it by default.
 //
 // Runtime on an H100, estimated from the bytes and flops of the rows below (memory at ~2.7 TB/s, attention at
-// ~400 TFLOP/s): 410 rows of 1,100 calls; a timed call costs the flush (a 100 MB memset, ~40 us) and a few us of
+// ~400 TFLOP/s): 455 rows of 1,100 calls; a timed call costs the flush (a 100 MB memset, ~40 us) and a few us of
 // launches besides the kernel: ~60 ms a row, ~25 s in all. The kernels add ~20 s of prefill (7e12 flops a pass over
-// its 48 rows), ~7 s of decode (18 GB of K and V a pass over its 44 rows) and ~6 s of linears (2.2 GB of fp16
-// weights a pass over the layers, half and a quarter of that quantized, at each of 4 m). About 1 minute in all
-// (~1.5 with allocation and the ceilings); --main (20 rows) a few seconds. Peak memory: the 4 GiB of the copy
+// its 48 rows), ~7 s of decode (18 GB of K and V a pass over its 44 rows) and ~8 s of linears (2.2 GB of fp16
+// weights a pass over the layers, half and a quarter of that quantized, at each of 4 m; fp16 at 3 more m for
+// k_linear_wgmma). About 1 minute in all (~1.5 with allocation and the ceilings); --main (20 rows) a few seconds. Peak memory: the 4 GiB of the copy
 // ceiling, then ~4.4 GB (decode at batch 256 x 4096 of head_dim 128).
 #include <algorithm>
 #include <cctype>
@@ -802,6 +802,34 @@ static void bench_linears(bench &b, int format)
         }
 }
 
+// k_linear_wgmma (Hopper only: no timed rows elsewhere) at the token counts the backend gives it (17-64; 24, 32 and 64 here)
+// with the layer's epilogue, splits as k_linear_wgmma_splits chooses them (the backend sends it only the unsplit
+// ones by default), the default stages. bytes and flops as for k_linear_small.
+static void bench_linear_wgmma(bench &b)
+{
+    int available = 1; // listed everywhere, timed where the device runs it
+    if (!b.opt.list)
+        CHECK(k_linear_wgmma_available(&available));
+    if (!available)
+        return;
+    for (const layer &l : LAYERS)
+        for (int m : {24, 32, 64}) {
+            row r = make_row("k_linear_wgmma", "", "fp16", {{"model", l.m->name}, {"layer", l.name}, {"m", m}}, false);
+            r.bytes = 2.0 * l.rows() * l.k + 2.0 * m * l.k + 2.0 * m * l.n + (l.bias ? 2.0 * l.rows() : 0);
+            r.flops = 2.0 * m * l.k * l.rows();
+            if (!b.wanted(r))
+                continue;
+            buffers buf(b);
+            const __half *x = buf.halves((size_t)m * l.k), *bias = l.bias ? buf.halves(l.rows()) : nullptr;
+            const __half *w = buf.halves((size_t)l.rows() * l.k);
+            __half *y = buf.empty<__half>((size_t)m * l.n);
+            const int splits = k_linear_wgmma_splits(m, l.k, l.n, l.epilogue, b.n_sms());
+            b.run(r, buf.bytes, [&] {
+                return k_linear_wgmma(y, x, w, bias, m, l.k, l.n, l.epilogue, splits, 0, b.stream);
+            });
+        }
+}
+
 // k_dequant of a whole quantized weight (llama1b gate_up, llama8b down) to fp16.
 // bytes = packed + scales + 2 rows cols (out); flops = rows cols (q s) for INT8, 2 rows cols ((q - z) s) for INT4.
 static void bench_dequant(bench &b)
@@ -1008,6 +1036,7 @@ static void every_kernel(bench &b)
     bench_linears(b, 0);
     bench_linears(b, K_QUANT_INT8);
     bench_linears(b, K_QUANT_INT4);
+    bench_linear_wgmma(b);
     bench_dequant(b);
     bench_gather_rows(b);
     bench_convert(b);
