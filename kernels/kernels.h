@@ -105,8 +105,8 @@ int k_linear_small_splits(int m, int k, int n, int epilogue, int n_sms);
 /* The same linear on Hopper's TMA and wgmma (linear_wgmma.cu; m <= K_LINEAR_WGMMA_MAX_M): arguments and epilogues as
  * for k_linear_small; splits (1 .. 8) split k across the blocks of a cluster, which add their sums in shared memory
  * (k_linear_wgmma_splits chooses); k % 8 == 0, x and w 16-byte aligned, y any. stages: shared-memory stages of 64 k
- * (4, 6 or 8; 0: K_LINEAR_WGMMA_STAGES). Runs only where k_linear_wgmma_available says so: compute capability 9.0,
- * sm_90a code built, a driver with tensor maps. */
+ * (4, 6 or 8; 0: K_LINEAR_WGMMA_STAGES). Runs only once k_linear_wgmma_available has said so (compute capability
+ * 9.0, sm_90a code built, a driver with tensor maps); cudaErrorNotSupported before that or where it said no. */
 #define K_LINEAR_WGMMA_MAX_M 64
 #define K_LINEAR_WGMMA_STAGES 6
 cudaError_t k_linear_wgmma_available(int *available);

@@ -3,9 +3,9 @@
 // flight. A block owns a tile of 128 rows of W (SiLU·mul: 64 gate rows and their 64 up rows) and a range of k
 // (split-K across blocks where the tiles are fewer than the SMs). One producer thread streams the tile through a ring
 // of `stages` shared-memory stages, 64 k a stage: two TMA boxes of 64 rows of W and one box of x's tokens (padded to
-// NTOK rows with zeros by the TMA), all 128B-swizzled. Its first `stages` boxes of W go out before the PDL wait, so
-// up to stages x 16 KB of weights stream in while the previous kernel finishes. One consumer warpgroup multiplies
-// each stage as it lands with the tokens as wgmma's N ("swap AB": D[64 rows of W][NTOK tokens] = W x^T, both
+// NTOK rows with zeros by the TMA), all 128B-swizzled. The first `stages` stages' boxes of W go out before the PDL
+// wait, so up to stages x 16 KB of weights stream in while the previous kernel finishes. One consumer warpgroup
+// multiplies each stage as it lands with the tokens as wgmma's N ("swap AB": D[64 rows of W][NTOK tokens] = W x^T, both
 // operands K-major in shared memory), two accumulators of 64 rows, fp32, and hands the stage back. The splits of a
 // tile are one thread block cluster: each leaves its sums in its shared memory, and each adds a share of the tile's
 // entries over all of them (distributed shared memory) in split order, so the result does not depend on timing;
@@ -44,7 +44,7 @@ __host__ __device__ constexpr int stage_bytes(int ntok)
 
 __host__ __device__ constexpr int smem_bytes(int ntok, int stages)
 {
-    return stages * stage_bytes(ntok) + 2 * stages * 8 + 8 + 1024; // + barriers, the last-split flag, alignment
+    return stages * stage_bytes(ntok) + 2 * stages * 8 + 1024; // + the barriers, the alignment slack
 }
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -60,9 +60,7 @@ __device__ __forceinline__ void wgmma_ss(float (&d)[NTOK / 2], uint64_t desc_a, 
     else
         wgmma_ss_n64(d, desc_a, desc_b, 1);
 }
-#endif
 
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 // Thread block clusters: every thread of the cluster's blocks arrives, then waits for all (release / acquire).
 __device__ __forceinline__ void cluster_sync()
 {
@@ -246,6 +244,7 @@ __global__ void wgmma_probe_kernel(int *out)
 }
 
 PFN_cuTensorMapEncodeTiled_v12000 encode_tiled; // the driver's encoder, looked up once
+bool usable;                                     // k_linear_wgmma_available said yes
 
 cudaError_t find_encoder()
 {
@@ -343,7 +342,8 @@ extern "C" cudaError_t k_linear_wgmma_available(int *available)
     *available = 0;
     int device, major, minor, *flag, got = 0;
     cudaError_t e;
-    if ((e = cudaGetDevice(&device)) || (e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device)) ||
+    if ((e = cudaGetDevice(&device)) ||
+        (e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device)) ||
         (e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device)))
         return e;
     if (major != 9 || minor != 0) // sm_90a code runs on compute capability 9.0 only
@@ -356,7 +356,7 @@ extern "C" cudaError_t k_linear_wgmma_available(int *available)
     if (!(e = cudaGetLastError()))
         e = cudaMemcpy(&got, flag, sizeof got, cudaMemcpyDeviceToHost);
     cudaFree(flag);
-    *available = e == cudaSuccess && got == 1;
+    *available = usable = e == cudaSuccess && got == 1;
     return e;
 }
 
@@ -375,6 +375,8 @@ extern "C" int k_linear_wgmma_splits(int m, int k, int n, int epilogue, int n_sm
 extern "C" cudaError_t k_linear_wgmma(void *y, const void *x, const void *w, const void *bias, int m, int k, int n,
                                       int epilogue, int splits, int stages, cudaStream_t stream)
 {
+    if (!usable) // never probed, or the device or the build cannot run it (the kernel would do nothing)
+        return cudaErrorNotSupported;
     if (m <= 0 || n <= 0)
         return cudaSuccess;
     if (m > K_LINEAR_WGMMA_MAX_M || k <= 0 || k % 8 || splits < 1 || splits > MAX_SPLITS || (uintptr_t)x % 16 ||

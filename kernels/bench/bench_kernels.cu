@@ -15,8 +15,8 @@
 // launches besides the kernel: ~60 ms a row, ~25 s in all. The kernels add ~20 s of prefill (7e12 flops a pass over
 // its 48 rows), ~7 s of decode (18 GB of K and V a pass over its 44 rows) and ~8 s of linears (2.2 GB of fp16
 // weights a pass over the layers, half and a quarter of that quantized, at each of 4 m; fp16 at 3 more m for
-// k_linear_wgmma). About 1 minute in all (~1.5 with allocation and the ceilings); --main (20 rows) a few seconds. Peak memory: the 4 GiB of the copy
-// ceiling, then ~4.4 GB (decode at batch 256 x 4096 of head_dim 128).
+// k_linear_wgmma). About 1 minute in all (~1.5 with allocation and the ceilings); --main (20 rows) a few seconds.
+// Peak memory: the 4 GiB of the copy ceiling, then ~4.4 GB (decode at batch 256 x 4096 of head_dim 128).
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -802,8 +802,8 @@ static void bench_linears(bench &b, int format)
         }
 }
 
-// k_linear_wgmma (Hopper only: no timed rows elsewhere) at the token counts the backend gives it (17-64; 24, 32 and 64 here)
-// with the layer's epilogue, splits as k_linear_wgmma_splits chooses them (the backend sends it only the unsplit
+// k_linear_wgmma (Hopper only: no timed rows elsewhere) at the token counts the backend gives it (17-64; 24, 32 and
+// 64 here) with the layer's epilogue, splits as k_linear_wgmma_splits chooses them (the backend sends it only the unsplit
 // ones by default), the default stages. bytes and flops as for k_linear_small.
 static void bench_linear_wgmma(bench &b)
 {
