@@ -1,18 +1,17 @@
 // bench_linear.cu — the small-batch linear (k_linear_small, version 0, linked) against cuBLAS (cublasGemmEx as
-// backend_cuda.c calls it) on the linears of GPT-2 124M and Llama-3.2-1B (each with a 50,257-token head, as GPT-2
-// and bench-1b have) and Llama-3-8B, at m = 1 .. 64 tokens and at 128 and 256 (ours in passes of 64 tokens, as the
-// backend runs it on heads whose rows cuBLAS cannot take aligned), with the epilogue each layer uses (bias, GELU,
-// SiLU·mul); for the heads also cuBLAS on W's rows padded to a multiple of 8, y's rows packed by a 2-D copy (RESULT
-// cublas_padded lines). On a Hopper also the wgmma linear (k_linear_wgmma) at m <= 64: the table's column with its
-// chosen splits and default stages, RESULT linear_wgmma lines with 4 and 8 stages and half and twice the splits
-// (FK_BENCH_M narrows the token counts to one, FK_BENCH_ONLY the shapes). Bytes counted: W once (also where passes
-// read it more often), plus x and y. Then the quantized small-batch linear (k_linear_quant, INT8 and INT4) on the
-// same shapes at m = 1, 4, 8, 16, bytes counted: the packed weights and their scales once, plus x and y, beside the
-// fp16 times. Each variant is recorded 32 times into a CUDA
-// graph cycling through copies of W that together exceed the L2 cache (so every call reads W from DRAM, as a decode
-// step does), with programmatic dependent launch between our calls as the model's decode graphs have it; median of 15
-// replays / 32. The copy bandwidth (bytes read + written by a 2 GiB device-to-device copy) is the ceiling the targets
-// are stated against.
+// backend_cuda.c calls it) on the linears of GPT-2 124M and Llama-3.2-1B (each with a 50,257-token head, as GPT-2 and
+// bench-1b have) and Llama-3-8B, at m = 1 .. 64 tokens and at 128 and 256 (ours in passes of 64 tokens, as the backend
+// runs it on heads whose rows cuBLAS cannot take aligned), with the epilogue each layer uses (bias, GELU, SiLU·mul);
+// for the heads also cuBLAS on W's rows padded to a multiple of 8, y's rows packed by a 2-D copy (RESULT cublas_padded
+// lines). On a Hopper also the wgmma linear (k_linear_wgmma) at m <= 64: the table's column with its chosen splits and
+// default stages, RESULT linear_wgmma lines with 4 and 8 stages and half and twice the splits (FK_BENCH_M narrows the
+// token counts to one, FK_BENCH_ONLY the shapes). Bytes counted: W once (also where passes read it more often), plus x
+// and y. Then the quantized small-batch linear (k_linear_quant, INT8 and INT4) on the same shapes at m = 1, 4, 8, 16,
+// bytes counted: the packed weights and their scales once, plus x and y, beside the fp16 times. Each variant is
+// recorded 32 times into a CUDA graph cycling through copies of W that together exceed the L2 cache (so every call
+// reads W from DRAM, as a decode step does), with programmatic dependent launch between our calls as the model's decode
+// graphs have it; median of 15 replays / 32. The copy bandwidth (bytes read + written by a 2 GiB device-to-device copy)
+// is the ceiling the targets are stated against.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>

@@ -161,9 +161,10 @@ static void linear_case(backend *g, enum linear_kind kind, fk_quantization forma
 
 /* The paths an fp16 linear can take, set through the environment: the small kernel for every count up to 64 (on
  * unaligned output rows up to 256 tokens, in passes of 64: the 100-token cases); the wgmma kernel for every count up
- * to 64 (on a Hopper; elsewhere those go to cuBLAS too), splitting k across a cluster where it would (not only
- * where the default sends it), with 4 and with 8 stages (the 4-stage ring wraps every 256 k); cuBLAS everywhere (on unaligned output rows, W's padded rows into the padded scratch, here of 1 MiB, so that a
- * 300-token head-like case goes in two chunks). */
+ * to 64 (on a Hopper; elsewhere those go to cuBLAS too), splitting k across a cluster where it would (not only where
+ * the default sends it), with 4 and with 8 stages (the 4-stage ring wraps every 256 k); cuBLAS everywhere (on
+ * unaligned output rows, W's padded rows into the padded scratch, here of 1 MiB, so that a 300-token head-like case
+ * goes in two chunks). */
 static const struct {
     const char *name;
     const char *small, *unaligned, *wgmma, *stages;
