@@ -15,6 +15,7 @@
 #include <cuda.h>
 #include <cudaTypedefs.h>
 
+#include "attention_prefill_hopper.cuh"
 #include "common.cuh"
 #include "kernels.h"
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -233,16 +234,6 @@ __global__ void __launch_bounds__(THREADS, 1)
 #endif
 }
 
-// Writes 1 where the kernels above were compiled for sm_90a (and so can run), else 0.
-__global__ void wgmma_probe_kernel(int *out)
-{
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    *out = 1;
-#else
-    *out = 0;
-#endif
-}
-
 PFN_cuTensorMapEncodeTiled_v12000 encode_tiled; // the driver's encoder, looked up once
 bool usable;                                     // k_linear_wgmma_available said yes
 
@@ -339,25 +330,16 @@ cudaError_t launch_m(__half *y, const __half *x, const __half *w, const __half *
 
 extern "C" cudaError_t k_linear_wgmma_available(int *available)
 {
-    *available = 0;
-    int device, major, minor, *flag, got = 0;
-    cudaError_t e;
-    if ((e = cudaGetDevice(&device)) ||
-        (e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device)) ||
-        (e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device)))
+    // The prefill kernel's probe answers for this file too: every kernel file is built for the same targets.
+    bool sm90a = false;
+    *available = usable = false;
+    cudaError_t e = prefill_hopper_available(&sm90a);
+    if (e != cudaSuccess || !sm90a)
         return e;
-    if (major != 9 || minor != 0) // sm_90a code runs on compute capability 9.0 only
-        return cudaSuccess;
     if (find_encoder() != cudaSuccess) // a driver without tensor maps: not available, not an error
         return cudaSuccess;
-    if ((e = cudaMalloc(&flag, sizeof *flag)))
-        return e;
-    wgmma_probe_kernel<<<1, 1>>>(flag);
-    if (!(e = cudaGetLastError()))
-        e = cudaMemcpy(&got, flag, sizeof got, cudaMemcpyDeviceToHost);
-    cudaFree(flag);
-    *available = usable = e == cudaSuccess && got == 1;
-    return e;
+    *available = usable = true;
+    return cudaSuccess;
 }
 
 extern "C" int k_linear_wgmma_splits(int m, int k, int n, int epilogue, int n_sms)

@@ -397,21 +397,22 @@ static bool small_linear(const cuda_backend *cb, int n, int in, int out, const v
     return n <= max_m && in % 8 == 0 && (uintptr_t)x % 16 == 0 && (uintptr_t)w % 16 == 0;
 }
 
-/* Whether k_linear_wgmma takes this linear: more tokens than the small kernel takes on aligned rows, up to
- * wgmma_linear_max_m (so also a 50,257-token head of 17-32 tokens, which the small kernel would take), rows of W of
- * whole 16-byte vectors, aligned x and W; by default only where it would not split k (enough rows for the SMs: a
- * 1B model's gate|up and head). With split-K across a cluster the kernel lost to cuBLAS inside the step (1B's q|k|v,
- * o and down at 32-64 tokens; BENCHMARKS.md). */
-static bool wgmma_linear(const cuda_backend *cb, int n, int in, int out, int epilogue, const void *x, const void *w)
+/* The splits k_linear_wgmma would take this linear with, or 0 where it does not take it: more tokens than the small
+ * kernel takes on aligned rows, up to wgmma_linear_max_m (so also a 50,257-token head of 17-32 tokens, which the
+ * small kernel would take), rows of W of whole 16-byte vectors, aligned x and W; by default only where it would not
+ * split k (enough rows for the SMs: a 1B model's gate|up and head). With split-K across a cluster the kernel lost to
+ * cuBLAS inside the step (1B's q|k|v, o and down at 32-64 tokens; BENCHMARKS.md). */
+static int wgmma_linear(const cuda_backend *cb, int n, int in, int out, int epilogue, const void *x, const void *w)
 {
-    return n > cb->small_linear_max_m && n <= cb->wgmma_linear_max_m && in % 8 == 0 && (uintptr_t)x % 16 == 0 &&
-           (uintptr_t)w % 16 == 0 && (cb->wgmma_splits_ok || k_linear_wgmma_splits(n, in, out, epilogue, cb->n_sms) == 1);
+    if (n <= cb->small_linear_max_m || n > cb->wgmma_linear_max_m || in % 8 || (uintptr_t)x % 16 || (uintptr_t)w % 16)
+        return 0;
+    const int splits = k_linear_wgmma_splits(n, in, out, epilogue, cb->n_sms);
+    return splits == 1 || cb->wgmma_splits_ok ? splits : 0;
 }
 
 static fk_status run_wgmma_linear(cuda_backend *cb, void *y, const void *x, const void *w, const void *bias, int n,
-                                  int in, int out, int epilogue, fk_error *err)
+                                  int in, int out, int epilogue, int splits, fk_error *err)
 {
-    const int splits = k_linear_wgmma_splits(n, in, out, epilogue, cb->n_sms);
     return launched(k_linear_wgmma(y, x, w, bias, n, in, out, epilogue, splits, cb->wgmma_stages, cb->stream),
                     "linear_wgmma", err);
 }
@@ -494,9 +495,9 @@ static fk_status gemm_linear(cuda_backend *cb, void *y, const void *x, const voi
 static fk_status plain_linear(cuda_backend *cb, void *y, const void *x, const void *w, const void *bias, int n, int in,
                               int out, bool gelu, fk_error *err)
 {
-    const int epilogue = gelu ? K_LINEAR_GELU : K_LINEAR_PLAIN;
-    if (wgmma_linear(cb, n, in, out, epilogue, x, w))
-        return run_wgmma_linear(cb, y, x, w, bias, n, in, out, epilogue, err);
+    const int epilogue = gelu ? K_LINEAR_GELU : K_LINEAR_PLAIN, splits = wgmma_linear(cb, n, in, out, epilogue, x, w);
+    if (splits)
+        return run_wgmma_linear(cb, y, x, w, bias, n, in, out, epilogue, splits, err);
     if (small_linear(cb, n, in, out, x, w))
         return run_small_linear(cb, y, x, w, bias, n, in, out, epilogue, err);
     return gemm_linear(cb, y, x, w, true, bias, n, in, out, gelu, err);
@@ -603,8 +604,9 @@ static fk_status cuda_linear_silu_mul(backend *b, void *out, void *scratch, cons
                                       const void *bias, int n, int in, int f, fk_error *err)
 {
     cuda_backend *cb = cb_of(b);
-    if (w->format == FK_QUANT_NONE && wgmma_linear(cb, n, in, f, K_LINEAR_SILU_MUL, x, w->data))
-        return run_wgmma_linear(cb, out, x, w->data, bias, n, in, f, K_LINEAR_SILU_MUL, err);
+    const int splits = w->format == FK_QUANT_NONE ? wgmma_linear(cb, n, in, f, K_LINEAR_SILU_MUL, x, w->data) : 0;
+    if (splits)
+        return run_wgmma_linear(cb, out, x, w->data, bias, n, in, f, K_LINEAR_SILU_MUL, splits, err);
     if (w->format == FK_QUANT_NONE && small_linear(cb, n, in, f, x, w->data))
         return run_small_linear(cb, out, x, w->data, bias, n, in, f, K_LINEAR_SILU_MUL, err);
     if (w->format != FK_QUANT_NONE && quant_small(cb, n, in, x))
