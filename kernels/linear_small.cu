@@ -5,20 +5,32 @@
 // g + 8 of each row tile and x row g of each token tile of 8 (1, 2, 4 or 8 tiles) at k0 + 8t (lane = 4g + t) — which
 // are exactly the fragments of m16n8k16 MMAs (rows of W as M, tokens as N) once the 32 k of the step are permuted: MMA
 // j sees logical k 2t, 2t+1, 2t+8, 2t+9 at physical k 8t + 4j + 0..3. W and x use the same permutation, so the dot
-// products are unchanged. The warps of a block (4 to 16, as k and the shared memory for their sums allow) split the
-// block's k range and meet in shared memory; only when that leaves too few warps to keep the memory system busy is k
-// also split across blocks (split-K), whose fp32 partials the last block of the tile to finish adds up in a fixed
-// order (so the result does not depend on timing) before the epilogue. Each warp keeps two batches of U k-steps of
-// weights in flight (the next is requested before the current is used), the first before waiting for the previous
-// kernel (PDL). fp32 accumulation throughout. Turing (sm_75) runs the same code with m16n8k8 pairs (common.cuh).
+// products are unchanged. The warps of a block (4 to 16, as k and the shared memory for their sums allow; at one
+// token tile fewer where that lets the whole grid be resident at once) split the block's k range and meet in shared
+// memory; only when that leaves too few warps to keep the memory system busy is k also split across blocks
+// (split-K), whose fp32 partials the last block of the tile to finish adds up in a fixed order (so the result does
+// not depend on timing) before the epilogue. Each warp keeps two batches of U k-steps of weights in flight (the next
+// is requested before the current is used), the first before waiting for the previous kernel (PDL); where its whole
+// k range is one batch, that batch alone, in fewer registers (the one-batch form). fp32 accumulation throughout.
+// Turing (sm_75) runs the same code with m16n8k8 pairs (common.cuh).
 #include "common.cuh"
 #include "kernels.h"
 #include "linear_sums.cuh"
+
+#include <utility>
 
 // The most warps a block may have, and the warps per SM the launch aims for at 4 KB of weights per batch (kernels/bench
 // times the choices; with smaller batches it aims for proportionally more warps).
 #ifndef FK_LINEAR_MAX_WARPS
 #define FK_LINEAR_MAX_WARPS 16
+#endif
+// Switches for A/B runs of the one-token forms below (both on by default): the one-batch kernel, and fewer warps per
+// block where that lets all of a grid's blocks be resident at once.
+#ifndef FK_LINEAR_ONE_BATCH
+#define FK_LINEAR_ONE_BATCH 1
+#endif
+#ifndef FK_LINEAR_ONE_WAVE
+#define FK_LINEAR_ONE_WAVE 1
 #endif
 #ifndef FK_LINEAR_WARPS_PER_SM
 #define FK_LINEAR_WARPS_PER_SM 6
@@ -80,12 +92,16 @@ int warps_for(int steps, int epi, int nt)
     return w;
 }
 
-template <int WARPS, int NT, int EPI>
-__global__ void __launch_bounds__(32 * WARPS) linear_small_kernel(__half *__restrict__ y, const __half *__restrict__ x,
-                                                                 const __half *__restrict__ w,
-                                                                 const __half *__restrict__ bias, int m, int k, int n,
-                                                                 int steps_per_split, float *__restrict__ partials,
-                                                                 unsigned *__restrict__ counters)
+// ONE (the one-batch form): every warp's k range is a single batch (Llama-1B's q|k|v and o, the head, at one token),
+// so all of a block's weights are requested before the PDL wait and no second batch of registers is needed. Within
+// 64 registers (62) two blocks of 16 warps fit an SM, so q|k|v's 192 blocks run in one wave, all their weights on
+// their way while the norm before them runs; one block an SM took two waves, the second streaming only after the
+// first had finished. Other forms give no minimum of blocks (0), so their registers are as before.
+template <int WARPS, int NT, int EPI, bool ONE>
+__global__ void __launch_bounds__(32 * WARPS, ONE ? 2 : 0)
+    linear_small_kernel(__half *__restrict__ y, const __half *__restrict__ x, const __half *__restrict__ w,
+                        const __half *__restrict__ bias, int m, int k, int n, int steps_per_split,
+                        float *__restrict__ partials, unsigned *__restrict__ counters)
 {
     constexpr int RT = row_tiles(EPI, NT), THREADS = 32 * WARPS, U = batch_steps(EPI, NT);
     static_assert(WARPS <= max_warps(EPI, NT), "the warps' sums exceed the shared memory");
@@ -154,15 +170,20 @@ __global__ void __launch_bounds__(32 * WARPS) linear_small_kernel(__half *__rest
     load_w(f0, first); // weights do not depend on the previous kernel: stream them while it finishes
     pdl_wait();
     pdl_launch_dependents();
-    for (int s0 = first; s0 < s_end; s0 += 2 * stride) {
-        load_w(f1, s0 + stride);
-        load_x(f0, s0);
+    if constexpr (ONE) {
+        load_x(f0, first);
         mma_batch(f0);
-        if (s0 + stride >= s_end)
-            break;
-        load_w(f0, s0 + 2 * stride);
-        load_x(f1, s0 + stride);
-        mma_batch(f1);
+    } else {
+        for (int s0 = first; s0 < s_end; s0 += 2 * stride) {
+            load_w(f1, s0 + stride);
+            load_x(f0, s0);
+            mma_batch(f0);
+            if (s0 + stride >= s_end)
+                break;
+            load_w(f0, s0 + 2 * stride);
+            load_x(f1, s0 + stride);
+            mma_batch(f1);
+        }
     }
 
     // The block's (and with split-K the tile's) sums; splits other than the tile's last are done.
@@ -194,6 +215,15 @@ __global__ void __launch_bounds__(32 * WARPS) linear_small_kernel(__half *__rest
     }
 }
 
+// The one-batch form serves one row tile and one token tile (its fragments then fit two blocks an SM) where every
+// warp's k range is a single batch.
+template <int NT, int EPI> constexpr bool one_batch_form() { return NT == 1 && row_tiles(EPI, NT) == 1; }
+
+template <int WARPS, int NT, int EPI> bool takes_one_batch(int steps_per_split)
+{
+    return FK_LINEAR_ONE_BATCH && one_batch_form<NT, EPI>() && steps_per_split <= WARPS * batch_steps(EPI, NT);
+}
+
 template <int WARPS, int NT, int EPI>
 cudaError_t launch(__half *y, const __half *x, const __half *w, const __half *bias, int m, int k, int n, int splits,
                    float *partials, unsigned *counters, cudaStream_t stream)
@@ -201,8 +231,35 @@ cudaError_t launch(__half *y, const __half *x, const __half *w, const __half *bi
     const int n_steps = (k + STEP - 1) / STEP;
     const int steps_per_split = (n_steps + splits - 1) / splits;
     const dim3 grid((n + block_rows(EPI, NT) - 1) / block_rows(EPI, NT), splits);
-    return fk_launch(linear_small_kernel<WARPS, NT, EPI>, grid, dim3(32 * WARPS), 0, stream, y, x, w, bias, m, k, n,
-                     steps_per_split, partials, counters);
+    if (takes_one_batch<WARPS, NT, EPI>(steps_per_split))
+        return fk_launch(linear_small_kernel<WARPS, NT, EPI, one_batch_form<NT, EPI>()>, grid, dim3(32 * WARPS),
+                         0, stream, y, x, w, bias, m, k, n, steps_per_split, partials, counters);
+    return fk_launch(linear_small_kernel<WARPS, NT, EPI, false>, grid, dim3(32 * WARPS), 0, stream, y, x, w, bias, m,
+                     k, n, steps_per_split, partials, counters);
+}
+
+// Blocks of a kernel that an SM holds at once (its registers and shared memory decide), asked of the runtime once.
+template <int WARPS, int NT, int EPI, bool ONE> cudaError_t blocks_per_sm(int *blocks)
+{
+    static const std::pair<cudaError_t, int> asked = [] {
+        int b = 0;
+        const cudaError_t e =
+            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, linear_small_kernel<WARPS, NT, EPI, ONE>, 32 * WARPS, 0);
+        return std::make_pair(e, b);
+    }();
+    *blocks = asked.second;
+    return asked.first;
+}
+
+// Whether all `tiles` blocks of launch<WARPS, NT, EPI> without split-K are resident at once on n_sms SMs.
+template <int WARPS, int NT, int EPI> cudaError_t one_wave(int tiles, int n_steps, int n_sms, bool *fits)
+{
+    int blocks = 0;
+    const cudaError_t e = takes_one_batch<WARPS, NT, EPI>(n_steps)
+                              ? blocks_per_sm<WARPS, NT, EPI, one_batch_form<NT, EPI>()>(&blocks)
+                              : blocks_per_sm<WARPS, NT, EPI, false>(&blocks);
+    *fits = tiles <= blocks * n_sms;
+    return e;
 }
 
 // WARPS capped at what the shape allows, so that no template with too much shared memory is instantiated.
@@ -211,11 +268,45 @@ constexpr int capped(int warps, int epi, int nt)
     return warps < max_warps(epi, nt) ? warps : max_warps(epi, nt);
 }
 
+// Warps per block: warps_for's, or at one token tile without split-K the most (down to 4) with which every block of
+// the grid is resident at once. A grid of several waves leaves each SM without loads in flight from the end of one
+// block's main loop (its warps' reduction, epilogue and exit) until the next block's first loads return, and the
+// SMs end their blocks nearly together. Llama-1B's gate|up at one token, 512 blocks, ran 3.9 waves of 16-warp blocks
+// (one an SM); in one wave of 4-warp blocks (six an SM) bench-1b's batch-1 step was 3.4 % faster on an H200. Llama-
+// 3-8B's q|k|v, o and down (8-warp blocks here) measured 0.6 % slower on bench-8b at batch 1 (BENCHMARKS.md).
+template <int NT, int EPI> cudaError_t warps_to_launch(int k, int n, int splits, int *warps)
+{
+    const int n_steps = (k + STEP - 1) / STEP;
+    *warps = warps_for(n_steps, EPI, NT);
+    if (!FK_LINEAR_ONE_WAVE || NT != 1 || splits != 1)
+        return cudaSuccess;
+    int device = 0, n_sms = 0;
+    cudaError_t e = cudaGetDevice(&device);
+    if (e == cudaSuccess)
+        e = cudaDeviceGetAttribute(&n_sms, cudaDevAttrMultiProcessorCount, device);
+    const int tiles = (n + block_rows(EPI, NT) - 1) / block_rows(EPI, NT);
+    for (int w = *warps; e == cudaSuccess && w >= 4; w /= 2) {
+        bool fits = false;
+        e = w >= 16  ? one_wave<capped(16, EPI, NT), NT, EPI>(tiles, n_steps, n_sms, &fits)
+            : w >= 8 ? one_wave<capped(8, EPI, NT), NT, EPI>(tiles, n_steps, n_sms, &fits)
+                     : one_wave<4, NT, EPI>(tiles, n_steps, n_sms, &fits);
+        if (e == cudaSuccess && fits) {
+            *warps = w;
+            break;
+        }
+    }
+    return e;
+}
+
 template <int NT, int EPI>
 cudaError_t launch_warps(__half *y, const __half *x, const __half *w, const __half *bias, int m, int k, int n,
                          int splits, float *partials, unsigned *counters, cudaStream_t stream)
 {
-    switch (warps_for((k + STEP - 1) / STEP, EPI, NT)) {
+    int warps = 0;
+    const cudaError_t e = warps_to_launch<NT, EPI>(k, n, splits, &warps);
+    if (e != cudaSuccess)
+        return e;
+    switch (warps) {
     case 4: return launch<4, NT, EPI>(y, x, w, bias, m, k, n, splits, partials, counters, stream);
     case 8: return launch<capped(8, EPI, NT), NT, EPI>(y, x, w, bias, m, k, n, splits, partials, counters, stream);
     default:

@@ -177,8 +177,9 @@ static const struct {
 
 /* Every token count from 1 to 17, then the edges of the small-batch kernel's token tiles (8, 16, 32 and 64 tokens)
  * and one past its range, then larger ones, on odd shapes: k not a multiple of the kernel's 32-wide step (or of 8:
- * cuBLAS), rows not a multiple of 16, few rows with a long k (split-K across blocks), the model shapes; and random
- * shapes drawn each run; in each of linear_modes. */
+ * cuBLAS), rows not a multiple of 16, few rows with a long k (split-K across blocks), the model shapes; 1 and a
+ * random 2-8 tokens on rows too many for one wave of 16-warp blocks; and random shapes drawn each run; in each of
+ * linear_modes. */
 static void linear_cases(enum linear_kind kind)
 {
     const int shapes[][2] = {{64, 64}, {136, 33}, {2048, 3072}, {8192, 64}, {768, 2304}, {40, 83}, {129, 100},
@@ -214,6 +215,10 @@ static void linear_cases(enum linear_kind kind)
                 linear_case(g, kind, FK_QUANT_NONE, mid[i], in, out, (i + k) % 2, mode);
             linear_case(g, kind, FK_QUANT_NONE, ns[k % 4], in, out, k % 2, mode);
         }
+        /* Llama-1B's gate|up rows (512 row tiles): at one token tile, blocks of 4 warps so that all are resident */
+        const int one_tile[2] = {1, 2 + (int)tu_below(&rng, 7)};
+        for (int i = 0; i < 2; i++)
+            linear_case(g, kind, FK_QUANT_NONE, one_tile[i], 2048, 8192, i == 1, mode);
         if (cublas_only) /* 1 MiB holds 166 padded rows of 3,141 */
             linear_case(g, kind, FK_QUANT_NONE, 300, 2048, 3141, false, "cuBLAS, padded rows in two chunks");
         for (int r = 0; r < 6; r++) { /* random shapes: k a multiple of 8 (the small kernel's) or not */
