@@ -287,7 +287,7 @@ template <int NT, int EPI> cudaError_t warps_to_launch(int k, int n, int splits,
     const int tiles = (n + block_rows(EPI, NT) - 1) / block_rows(EPI, NT);
     for (int w = *warps; e == cudaSuccess && w >= 4; w /= 2) {
         bool fits = false;
-        e = w >= 16  ? one_wave<capped(16, EPI, NT), NT, EPI>(tiles, n_steps, n_sms, &fits)
+        e = w >= 16  ? one_wave<capped(FK_LINEAR_MAX_WARPS, EPI, NT), NT, EPI>(tiles, n_steps, n_sms, &fits)
             : w >= 8 ? one_wave<capped(8, EPI, NT), NT, EPI>(tiles, n_steps, n_sms, &fits)
                      : one_wave<4, NT, EPI>(tiles, n_steps, n_sms, &fits);
         if (e == cudaSuccess && fits) {

@@ -215,7 +215,7 @@ static void linear_cases(enum linear_kind kind)
                 linear_case(g, kind, FK_QUANT_NONE, mid[i], in, out, (i + k) % 2, mode);
             linear_case(g, kind, FK_QUANT_NONE, ns[k % 4], in, out, k % 2, mode);
         }
-        /* Llama-1B's gate|up rows (512 row tiles): at one token tile, blocks of 4 warps so that all are resident */
+        /* Llama-1B's gate|up rows (512 row tiles): at one token tile (on an H100) blocks of 4 warps, all resident */
         const int one_tile[2] = {1, 2 + (int)tu_below(&rng, 7)};
         for (int i = 0; i < 2; i++)
             linear_case(g, kind, FK_QUANT_NONE, one_tile[i], 2048, 8192, i == 1, mode);
