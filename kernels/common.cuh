@@ -104,6 +104,21 @@ __device__ __forceinline__ void pdl_launch_dependents()
 #endif
 }
 
+// pdl_wait and the release of the next kernel, after the wait (the rule above) or, with `early`, before it. An early
+// release lets the next kernel become resident (and stream its weights) while the previous kernel still runs: only
+// for a kernel whose next kernel reads nothing before its own wait but weights (k_pdl_release_early).
+__device__ __forceinline__ void pdl_wait_release(bool early)
+{
+    if (early)
+        pdl_launch_dependents();
+    pdl_wait();
+    if (!early)
+        pdl_launch_dependents();
+}
+
+// Set by k_pdl_release_early (pdl.cu): the kernels that take it (the small linears, add_rms_norm) release early.
+extern bool fk_pdl_release_early;
+
 // Set by k_pdl_configure (pdl.cu): the kernels were compiled for sm_90+ (so they contain pdl_wait) and the device
 // honours early launch.
 extern bool fk_pdl_enabled;

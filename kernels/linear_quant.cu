@@ -93,7 +93,8 @@ template <int FMT, int WARPS, int NT, int EPI>
 __global__ void __launch_bounds__(32 * WARPS)
     linear_quant_kernel(__half *__restrict__ y, const __half *__restrict__ x, const uint8_t *__restrict__ wq,
                         const __half *__restrict__ scales, const __half *__restrict__ bias, int m, int k, int n,
-                        int steps_per_split, float *__restrict__ partials, unsigned *__restrict__ counters)
+                        int steps_per_split, float *__restrict__ partials, unsigned *__restrict__ counters,
+                        bool release_early)
 {
     constexpr int RT = row_tiles<EPI, NT>(), THREADS = 32 * WARPS, U = batch_steps<FMT, EPI, NT>();
     constexpr int STEP = step_k<FMT>(), MMAS = STEP / 16, XV = STEP / 32;
@@ -186,8 +187,7 @@ __global__ void __launch_bounds__(32 * WARPS)
     step_frags<FMT, RT, NT> f0[U], f1[U];
     const int first = s_begin + warp * U, stride = WARPS * U;
     load_w(f0, first, true); // weights and scales do not depend on the previous kernel: stream them while it finishes
-    pdl_wait();
-    pdl_launch_dependents();
+    pdl_wait_release(release_early);
     for (int s0 = first; s0 < s_end; s0 += 2 * stride) {
         load_w(f1, s0 + stride, false);
         load_x(f0, s0);
@@ -237,7 +237,7 @@ cudaError_t launch(__half *y, const __half *x, const uint8_t *wq, const __half *
     const int steps_per_split = (n_steps + splits - 1) / splits;
     const dim3 grid((n + block_rows<EPI, NT>() - 1) / block_rows<EPI, NT>(), splits);
     return fk_launch(linear_quant_kernel<FMT, WARPS, NT, EPI>, grid, dim3(32 * WARPS), 0, stream, y, x, wq, scales,
-                     bias, m, k, n, steps_per_split, partials, counters);
+                     bias, m, k, n, steps_per_split, partials, counters, fk_pdl_release_early);
 }
 
 template <int FMT, int NT, int EPI>

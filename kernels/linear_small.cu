@@ -101,7 +101,7 @@ template <int WARPS, int NT, int EPI, bool ONE>
 __global__ void __launch_bounds__(32 * WARPS, ONE ? 2 : 0)
     linear_small_kernel(__half *__restrict__ y, const __half *__restrict__ x, const __half *__restrict__ w,
                         const __half *__restrict__ bias, int m, int k, int n, int steps_per_split,
-                        float *__restrict__ partials, unsigned *__restrict__ counters)
+                        float *__restrict__ partials, unsigned *__restrict__ counters, bool release_early)
 {
     constexpr int RT = row_tiles(EPI, NT), THREADS = 32 * WARPS, U = batch_steps(EPI, NT);
     static_assert(WARPS <= max_warps(EPI, NT), "the warps' sums exceed the shared memory");
@@ -168,8 +168,7 @@ __global__ void __launch_bounds__(32 * WARPS, ONE ? 2 : 0)
     step_frags<RT, NT> f0[U], f1[U];
     const int first = s_begin + warp * U, stride = WARPS * U;
     load_w(f0, first); // weights do not depend on the previous kernel: stream them while it finishes
-    pdl_wait();
-    pdl_launch_dependents();
+    pdl_wait_release(release_early);
     if constexpr (ONE) {
         load_x(f0, first);
         mma_batch(f0);
@@ -233,9 +232,10 @@ cudaError_t launch(__half *y, const __half *x, const __half *w, const __half *bi
     const dim3 grid((n + block_rows(EPI, NT) - 1) / block_rows(EPI, NT), splits);
     if (takes_one_batch<WARPS, NT, EPI>(steps_per_split))
         return fk_launch(linear_small_kernel<WARPS, NT, EPI, one_batch_form<NT, EPI>()>, grid, dim3(32 * WARPS),
-                         0, stream, y, x, w, bias, m, k, n, steps_per_split, partials, counters);
+                         0, stream, y, x, w, bias, m, k, n, steps_per_split, partials, counters,
+                         fk_pdl_release_early);
     return fk_launch(linear_small_kernel<WARPS, NT, EPI, false>, grid, dim3(32 * WARPS), 0, stream, y, x, w, bias, m,
-                     k, n, steps_per_split, partials, counters);
+                     k, n, steps_per_split, partials, counters, fk_pdl_release_early);
 }
 
 // Blocks of a kernel that an SM holds at once (its registers and shared memory decide), asked of the runtime once.
@@ -278,7 +278,7 @@ template <int NT, int EPI> cudaError_t warps_to_launch(int k, int n, int splits,
 {
     const int n_steps = (k + STEP - 1) / STEP;
     *warps = warps_for(n_steps, EPI, NT);
-    if (!FK_LINEAR_ONE_WAVE || NT != 1 || splits != 1)
+    if (!FK_LINEAR_ONE_WAVE || NT != 1 || splits != 1 || (FK_LINEAR_ONE_WAVE == 2 && EPI != K_LINEAR_SILU_MUL))
         return cudaSuccess;
     int device = 0, n_sms = 0;
     cudaError_t e = cudaGetDevice(&device);

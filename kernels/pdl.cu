@@ -5,6 +5,7 @@
 #include "kernels.h"
 
 bool fk_pdl_enabled = false;
+bool fk_pdl_release_early = false;
 
 static __global__ void pdl_probe_kernel() {}
 
@@ -24,4 +25,9 @@ extern "C" cudaError_t k_pdl_configure(int enable, int *enabled)
     fk_pdl_enabled = major >= 9 && attr.ptxVersion >= 90;
     *enabled = fk_pdl_enabled;
     return cudaSuccess;
+}
+
+extern "C" void k_pdl_release_early(int early)
+{
+    fk_pdl_release_early = early != 0;
 }

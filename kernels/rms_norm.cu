@@ -15,7 +15,8 @@ static int threads_for(int d)
 
 // Each thread keeps its pieces of the row and of w in registers: one read of each, w's before the wait (weights
 // are no earlier kernel's output), so a row costs one round trip to memory and the reduction.
-__global__ void add_rms_norm_vec_kernel(__half *out, __half *residual, const __half *x, const __half *w, int d, float eps)
+__global__ void add_rms_norm_vec_kernel(__half *out, __half *residual, const __half *x, const __half *w, int d, float eps,
+                                        bool release_early)
 {
     __shared__ float scratch[32];
     uint4 *r = reinterpret_cast<uint4 *>(residual + (size_t)blockIdx.x * d);
@@ -30,8 +31,7 @@ __global__ void add_rms_norm_vec_kernel(__half *out, __half *residual, const __h
         if (c < chunks)
             g[k].u = ws[c];
     }
-    pdl_wait();
-    pdl_launch_dependents();
+    pdl_wait_release(release_early);
     float sum_sq = 0;
 #pragma unroll
     for (int k = 0; k < MAX_CHUNKS; k++) {
@@ -71,10 +71,10 @@ __global__ void add_rms_norm_vec_kernel(__half *out, __half *residual, const __h
     }
 }
 
-__global__ void add_rms_norm_kernel(__half *out, __half *residual, const __half *x, const __half *w, int d, float eps)
+__global__ void add_rms_norm_kernel(__half *out, __half *residual, const __half *x, const __half *w, int d, float eps,
+                                    bool release_early)
 {
-    pdl_wait();
-    pdl_launch_dependents();
+    pdl_wait_release(release_early);
     __shared__ float scratch[32];
     __half *r = residual + (size_t)blockIdx.x * d;
     const __half *xs = x ? x + (size_t)blockIdx.x * d : nullptr;
@@ -98,5 +98,5 @@ extern "C" cudaError_t k_add_rms_norm(void *out, void *residual, const void *x, 
         return cudaSuccess;
     const bool vec = d % 8 == 0 && d / 8 <= MAX_THREADS * MAX_CHUNKS;
     return fk_launch(vec ? add_rms_norm_vec_kernel : add_rms_norm_kernel, n, threads_for(d), 0, stream,
-                     (__half *)out, (__half *)residual, (const __half *)x, (const __half *)w, d, eps);
+                     (__half *)out, (__half *)residual, (const __half *)x, (const __half *)w, d, eps, fk_pdl_release_early);
 }

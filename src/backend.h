@@ -173,6 +173,11 @@ typedef struct backend_ops {
     fk_status (*graph_launch)(backend *b, void *graph, fk_error *err);
     void (*graph_destroy)(backend *b, void *graph);
 
+    /* Programmatic dependent launch (NULL where there is none): with early != 0 the ops enqueued from now on (those
+     * whose kernels take it: linear, add_rms_norm) let the next op's kernel start before their own input is ready,
+     * so that it streams its weights meanwhile. Only for an op whose next op reads nothing else before that. */
+    void (*release_early)(backend *b, int early);
+
     /* Profiling: prof_mark stamps point i (< PROF_MARKS) of the device's timeline, in order with the ops (also when
      * recorded into a graph); prof_read waits for the device and gives ms[i], the time from point i to point i + 1,
      * for i < n - 1. */

@@ -872,6 +872,12 @@ static fk_status cuda_inject_fault(backend *b, fk_error *err)
 
 static const int cuda_head_dims[] = {64, 128, 0};
 
+static void cuda_release_early(backend *b, int early)
+{
+    (void)b;
+    k_pdl_release_early(early);
+}
+
 static const backend_ops cuda_ops = {
     .name = "cuda",
     .act_size = sizeof(uint16_t),
@@ -906,6 +912,7 @@ static const backend_ops cuda_ops = {
     .capture_end = cuda_capture_end,
     .graph_launch = cuda_graph_launch,
     .graph_destroy = cuda_graph_destroy,
+    .release_early = cuda_release_early,
     .prof_mark = cuda_prof_mark,
     .prof_read = cuda_prof_read,
     .inject_fault = cuda_inject_fault,
