@@ -70,9 +70,11 @@ __device__ __forceinline__ unsigned long long fk_globaltimer()
 // earlier work reads (reading weights before it is fine); pdl_wait returns once the previous grid has completed
 // and its memory is visible. pdl_launch_dependents() lets the next kernel be scheduled early (it then waits in its
 // own pdl_wait). Both are no-ops below sm_90, where fk_launch never asks for early launch.
-// Every kernel waits before it lets its dependents start, so a kernel that runs knows that all work enqueued before
-// the previous kernel is complete and visible: it may read such data before its own wait too (the step's indices,
-// uploaded before the pass's first kernel, while the previous kernel finishes). No block may return before its wait.
+// A kernel lets its dependents start after its wait (pdl_wait_release below: a few release before it), so a kernel
+// that runs knows that all work enqueued before the nearest earlier kernel that released after its wait (the
+// previous kernel, unless that one released early) is complete and visible: it may read such data before its own
+// wait too (the step's indices, uploaded before the pass's first kernel; earlier passes' KV). No block may return
+// before its wait.
 __device__ __forceinline__ void pdl_wait()
 {
 #ifdef FK_TRACE
@@ -104,9 +106,9 @@ __device__ __forceinline__ void pdl_launch_dependents()
 #endif
 }
 
-// pdl_wait and the release of the next kernel, after the wait (the rule above) or, with `early`, before it. An early
-// release lets the next kernel become resident (and stream its weights) while the previous kernel still runs: only
-// for a kernel whose next kernel reads nothing before its own wait but weights (k_pdl_release_early).
+// pdl_wait and the release of the next kernel: after the wait, or with `early` before it. An early release lets the
+// next kernel become resident (and load its first weights) while the previous kernel still runs; the caller decides
+// where that is safe (k_pdl_release_early).
 __device__ __forceinline__ void pdl_wait_release(bool early)
 {
     if (early)

@@ -25,7 +25,7 @@
 #define FK_LINEAR_MAX_WARPS 16
 #endif
 // Switches for A/B runs of the one-token forms below (both on by default): the one-batch kernel, and fewer warps per
-// block where that lets all of a grid's blocks be resident at once.
+// block where that lets all of a grid's blocks be resident at once (FK_LINEAR_ONE_WAVE=2: for SiLU·mul only).
 #ifndef FK_LINEAR_ONE_BATCH
 #define FK_LINEAR_ONE_BATCH 1
 #endif
@@ -273,7 +273,8 @@ constexpr int capped(int warps, int epi, int nt)
 // block's main loop (its warps' reduction, epilogue and exit) until the next block's first loads return, and the
 // SMs end their blocks nearly together. Llama-1B's gate|up at one token, 512 blocks, ran 3.9 waves of 16-warp blocks
 // (one an SM); in one wave of 4-warp blocks (six an SM) bench-1b's batch-1 step was 3.4 % faster on an H200. Llama-
-// 3-8B's q|k|v, o and down (8-warp blocks here) measured 0.6 % slower on bench-8b at batch 1 (BENCHMARKS.md).
+// 3-8B's q|k|v, o and down (8-warp blocks here) measured 0.6 % slower on bench-8b at batch 1; with the rule for
+// SiLU·mul only (FK_LINEAR_ONE_WAVE=2) bench-8b was 0.9 % faster in one run (BENCHMARKS.md, not yet the default).
 template <int NT, int EPI> cudaError_t warps_to_launch(int k, int n, int splits, int *warps)
 {
     const int n_steps = (k + STEP - 1) / STEP;

@@ -64,6 +64,49 @@ static bool decode_graph_tables(forward_ws *ws)
     return true;
 }
 
+/* Programmatic dependent launch across a layer (backend release_early), on passes of up to EARLY_MAX_TOKENS tokens
+ * (the small linears' range): these ops' kernels let the next op's kernel become resident before their own input is
+ * ready, so that its blocks wait with their first weights (or keys) loaded when that input arrives. The next op may
+ * read before its wait only weights, the step's indices and earlier passes' KV (q|k|v, the MLP norm and gate|up read
+ * weights, decode attention earlier passes' keys): all that was complete when the nearest kernel ahead of it that
+ * released after its wait (the previous layer's down; attention) passed that wait. Early: the attention norm, q|k|v,
+ * the MLP norm, and o for quantized weights (at fp16 o's early release made gate|up's loads slow attention and
+ * gate|up itself: -3 %). bench-1b batch 1 on an H100, against none: fp16 +5.2 %, INT8 +5.7 %, INT4 +8.8 %
+ * (BENCHMARKS.md, eighteenth session). FK_PDL_EARLY (a mask of the bits below) replaces the choice, for A/B runs. */
+enum { EARLY_O = 1, EARLY_NORM2 = 2, EARLY_QKV = 4, EARLY_NORM1 = 8, EARLY_MAX_TOKENS = 16 };
+
+/* FK_PDL_EARLY's mask, or -1 where it is unset. */
+static fk_status early_forced_from_env(int *mask, fk_error *err)
+{
+    const char *v = getenv("FK_PDL_EARLY");
+    *mask = -1;
+    if (!v || !*v)
+        return FK_OK;
+    char *end;
+    const long x = strtol(v, &end, 10);
+    if (*end || x < 0 || x > 15)
+        return fk_error_set(err, FK_ERR_INVALID_ARGUMENT, "FK_PDL_EARLY=\"%s\" (expected an integer in [0, 15])", v);
+    *mask = (int)x;
+    return FK_OK;
+}
+
+static int early_ops(const fk_model *m, const forward_ws *ws, int n)
+{
+    if (!m->be->ops->release_early || n > EARLY_MAX_TOKENS)
+        return 0;
+    if (ws->early_forced >= 0)
+        return ws->early_forced;
+    const int fp16 = EARLY_NORM1 | EARLY_QKV | EARLY_NORM2;
+    return m->w.layers[0].o_w.format == FK_QUANT_NONE ? fp16 : fp16 | EARLY_O;
+}
+
+/* Sets the backend's early release for the ops that follow, where `op` is one of early_ops'. */
+static void release_early(fk_model *m, const forward_ws *ws, int n, int op, bool on)
+{
+    if (early_ops(m, ws, n) & op)
+        m->be->ops->release_early(m->be, on);
+}
+
 fk_status forward_ws_create(const fk_model *m, int max_tokens, int max_seqs, int max_blocks, int max_logits,
                             bool graphs, bool mixed_graphs, bool profile, forward_ws **out, fk_error *err)
 {
@@ -80,6 +123,11 @@ fk_status forward_ws_create(const fk_model *m, int max_tokens, int max_seqs, int
     *ws = (forward_ws){.max_tokens = max_tokens, .max_seqs = max_seqs, .max_blocks = max_blocks,
                        .max_logits = max_logits, .index_cap = index_cap, .graphs = graphs && be->ops->graph_launch,
                        .profile = profile};
+    fk_status es = early_forced_from_env(&ws->early_forced, err);
+    if (es) {
+        free(ws);
+        return es;
+    }
     if (ws->graphs && mixed_graphs && !profile &&
         !(ws->pieces = calloc((size_t)PIECE_BUCKETS * (c->n_layers + 1), sizeof *ws->pieces))) {
         free(ws);
@@ -239,40 +287,6 @@ static fk_status mark(fk_model *m, forward_ws *ws, int c, fk_error *err)
     return m->be->ops->prof_mark(m->be, ws->n_marks++, err);
 }
 
-/* Programmatic dependent launch across a layer (backend release_early): the ops whose kernel lets the next op's kernel
- * become resident before its own input is ready, so that the next one's blocks are waiting, their first weights (or
- * KV) loaded, when that input arrives, instead of starting then. The next op must read nothing before its wait but
- * weights, the step's indices and what earlier passes stored: q|k|v, the MLP norm and gate|up read weights, decode
- * attention earlier passes' keys (every kernel that runs knows the kernels before the last one that released after
- * its wait are complete: down and attention still do). On passes of up to EARLY_MAX_TOKENS tokens (the small
- * linears' range), early: the attention norm, q|k|v and the MLP norm; with quantized weights o too. With fp16
- * weights o's early release was slower (gate|up's stream then slows attention and gate|up itself). bench-1b, H100,
- * against none: fp16 +5.2 % at batch 1, INT8 +5.7 %, INT4 +8.8 % (BENCHMARKS.md, eighteenth session).
- * FK_PDL_EARLY (bits: 1 o, 2 the MLP norm, 4 q|k|v, 8 the attention norm) replaces the choice, for A/B runs. */
-enum { EARLY_O = 1, EARLY_NORM2 = 2, EARLY_QKV = 4, EARLY_NORM1 = 8, EARLY_MAX_TOKENS = 16 };
-
-static int early_ops(const fk_model *m, int n)
-{
-    static int forced = -2; /* -2: not read yet; -1: unset */
-    if (forced == -2) {
-        const char *e = getenv("FK_PDL_EARLY");
-        forced = e && *e ? atoi(e) : -1;
-    }
-    if (!m->be->ops->release_early || n > EARLY_MAX_TOKENS)
-        return 0;
-    if (forced >= 0)
-        return forced;
-    const int fp16 = EARLY_NORM1 | EARLY_QKV | EARLY_NORM2;
-    return m->w.layers[0].o_w.format == FK_QUANT_NONE ? fp16 : fp16 | EARLY_O;
-}
-
-/* Sets the backend's early release for the ops that follow, where `op` is one of early_ops'. */
-static void release_early(fk_model *m, int n, int op, bool on)
-{
-    if (early_ops(m, n) & op)
-        m->be->ops->release_early(m->be, on);
-}
-
 /* residual += x (if x); out = norm(residual), with the architecture's norm. */
 static fk_status add_norm(fk_model *m, forward_ws *ws, void *out, void *residual, const void *x, const void *w,
                           const void *bias, int n, fk_error *err)
@@ -346,14 +360,14 @@ static fk_status layer_in(fk_model *m, forward_ws *ws, const kv_cache *kv, int i
     const layer_weights *l = &m->w.layers[i];
     const int qkv_dim = (c->n_heads + 2 * c->n_kv_heads) * c->head_dim;
     fk_status s;
-    release_early(m, n, EARLY_NORM1, true);
+    release_early(m, ws, n, EARLY_NORM1, true);
     s = add_norm(m, ws, ws->normed, ws->residual, sublayer_out, l->norm1_w, l->norm1_b, n, err);
-    release_early(m, n, EARLY_NORM1, false);
+    release_early(m, ws, n, EARLY_NORM1, false);
     if (s || (s = mark(m, ws, FK_OP_LINEAR, err)))
         return fk_error_prefix(err, s, "layer %d: ", i);
-    release_early(m, n, EARLY_QKV, true);
+    release_early(m, ws, n, EARLY_QKV, true);
     s = be->ops->linear(be, ws->qkv, ws->normed, &l->qkv_w, l->qkv_b, n, c->hidden_size, qkv_dim, err);
-    release_early(m, n, EARLY_QKV, false);
+    release_early(m, ws, n, EARLY_QKV, false);
     if (s || (rope && (s = mark(m, ws, FK_OP_OTHER, err))))
         return fk_error_prefix(err, s, "layer %d: ", i);
     s = rope ? be->ops->rope_store_kv(be, ws->qkv, ws->positions, m->w.rope_inv_freq, ws->slots, &kv->layers[i], n,
@@ -389,13 +403,13 @@ static fk_status layer_out(fk_model *m, forward_ws *ws, int i, int n, fk_error *
     fk_status s;
     if ((s = mark(m, ws, FK_OP_LINEAR, err)))
         return fk_error_prefix(err, s, "layer %d: ", i);
-    release_early(m, n, EARLY_O, true);
+    release_early(m, ws, n, EARLY_O, true);
     s = be->ops->linear(be, ws->proj, ws->attn, &l->o_w, l->o_b, n, hd, d, err);
-    release_early(m, n, EARLY_O, false);
+    release_early(m, ws, n, EARLY_O, false);
     if (!s) {
-        release_early(m, n, EARLY_NORM2, true);
+        release_early(m, ws, n, EARLY_NORM2, true);
         s = add_norm(m, ws, ws->normed, ws->residual, ws->proj, l->norm2_w, l->norm2_b, n, err);
-        release_early(m, n, EARLY_NORM2, false);
+        release_early(m, ws, n, EARLY_NORM2, false);
     }
     if (s || (s = mlp(m, ws, l, n, err)))
         return fk_error_prefix(err, s, "layer %d: ", i);

@@ -1053,6 +1053,19 @@ static void test_bad_engine_params(void **state)
     ep.max_num_batched_tokens = -1;
     assert_int_equal(fk_engine_create(m, &ep, &e, &err), FK_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(err.message, "max_num_batched_tokens must be in [0, 1048576] (0: from the model's size)"));
+    /* FK_PDL_EARLY, the A/B switch of the ops that release the next kernel early (model_forward.c): a mask of 4 bits */
+    const char *bad_masks[] = {"16", "-1", "3x", "o"};
+    for (size_t i = 0; i < sizeof bad_masks / sizeof bad_masks[0]; i++) {
+        setenv("FK_PDL_EARLY", bad_masks[i], 1);
+        ep = fk_engine_params_default();
+        ep.max_model_len = 1024;
+        e = (fk_engine *)0x1;
+        const fk_status s = fk_engine_create(m, &ep, &e, &err);
+        unsetenv("FK_PDL_EARLY");
+        assert_int_equal(s, FK_ERR_INVALID_ARGUMENT);
+        assert_non_null(strstr(err.message, "FK_PDL_EARLY"));
+        assert_null(e);
+    }
     /* The default budget (0) follows the blocks' parameters: this model's 2 layers of width 128 are far below the
      * 4 billion above which it halves. */
     assert_int_equal(fk_engine_params_default().max_num_batched_tokens, 0);
