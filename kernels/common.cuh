@@ -118,8 +118,9 @@ __device__ __forceinline__ void pdl_wait_release(bool early)
         pdl_launch_dependents();
 }
 
-// Set by k_pdl_release_early (pdl.cu): the kernels that take it (the small linears, add_rms_norm) release early.
-extern bool fk_pdl_release_early;
+// Set by k_pdl_release_early (pdl.cu) for the launches of the calling thread: the kernels that take it (the small
+// linears, add_rms_norm) release early.
+extern thread_local bool fk_pdl_release_early;
 
 // Set by k_pdl_configure (pdl.cu): the kernels were compiled for sm_90+ (so they contain pdl_wait) and the device
 // honours early launch.

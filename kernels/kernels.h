@@ -147,9 +147,10 @@ cudaError_t k_dequant(void *out, const void *data, const void *scales, int forma
 /* Programmatic dependent launch: enables it (when `enable` and the device and the compiled kernels support it:
  * sm_90+) for every later launch of our kernels; *enabled tells whether it is on. */
 cudaError_t k_pdl_configure(int enable, int *enabled);
-/* Launches of k_linear_small, k_linear_quant and k_add_rms_norm from now on release the next kernel before their PDL
- * wait (early != 0) or after it (0, the default). Only for a kernel whose next kernel reads nothing before its own
- * wait but weights: that one may then be resident while the kernel before this one still runs. */
+/* This thread's launches of k_linear_small, k_linear_quant and k_add_rms_norm from now on release the next kernel
+ * before their PDL wait (early != 0) or after it (0, the default). The next kernel may then be resident while the
+ * kernel before this one still runs: only where it reads nothing before its own wait that is not complete by then
+ * (weights, the step's indices, earlier passes' KV; common.cuh). */
 void k_pdl_release_early(int early);
 
 /* trace.cu, a diagnostic: in a build with -DFK_TRACE, block 0 of every kernel launched after k_trace_start stamps

@@ -5,7 +5,7 @@
 #include "kernels.h"
 
 bool fk_pdl_enabled = false;
-bool fk_pdl_release_early = false;
+thread_local bool fk_pdl_release_early = false;
 
 static __global__ void pdl_probe_kernel() {}
 

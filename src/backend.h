@@ -173,9 +173,10 @@ typedef struct backend_ops {
     fk_status (*graph_launch)(backend *b, void *graph, fk_error *err);
     void (*graph_destroy)(backend *b, void *graph);
 
-    /* Programmatic dependent launch (NULL where there is none): with early != 0 the ops enqueued from now on (those
-     * whose kernels take it: linear, add_rms_norm) let the next op's kernel start before their own input is ready,
-     * so that it streams its weights meanwhile. Only for an op whose next op reads nothing else before that. */
+    /* Programmatic dependent launch (NULL where there is none): with early != 0 the ops this thread enqueues from now
+     * on (those whose kernels take it: linear, add_rms_norm) let the next op's kernel start before their own input
+     * is ready, so that it loads its first weights meanwhile. Only where the next op reads nothing before its input
+     * but weights, the pass's indices and earlier passes' KV (model_forward.c's early_ops). */
     void (*release_early)(backend *b, int early);
 
     /* Profiling: prof_mark stamps point i (< PROF_MARKS) of the device's timeline, in order with the ops (also when

@@ -71,7 +71,7 @@ static bool decode_graph_tables(forward_ws *ws)
  * weights, decode attention earlier passes' keys): all that was complete when the nearest kernel ahead of it that
  * released after its wait (the previous layer's down; attention) passed that wait. Early: the attention norm, q|k|v,
  * the MLP norm, and o for quantized weights (at fp16 o's early release made gate|up's loads slow attention and
- * gate|up itself: -3 %). bench-1b batch 1 on an H100, against none: fp16 +5.2 %, INT8 +5.7 %, INT4 +8.8 %
+ * gate|up itself: -3 %). GPT-2's add_layer_norm always releases after its wait. bench-1b batch 1 on an H100, against none: fp16 +5.2 %, INT8 +5.7 %, INT4 +8.8 %
  * (BENCHMARKS.md, eighteenth session). FK_PDL_EARLY (a mask of the bits below) replaces the choice, for A/B runs. */
 enum { EARLY_O = 1, EARLY_NORM2 = 2, EARLY_QKV = 4, EARLY_NORM1 = 8, EARLY_MAX_TOKENS = 16 };
 
