@@ -15,8 +15,8 @@ static int threads_for(int d)
 
 // Each thread keeps its pieces of the row and of w in registers: one read of each, w's before the wait (weights
 // are no earlier kernel's output), so a row costs one round trip to memory and the reduction.
-__global__ void add_rms_norm_vec_kernel(__half *out, __half *residual, const __half *x, const __half *w, int d, float eps,
-                                        bool release_early)
+__global__ void add_rms_norm_vec_kernel(__half *out, __half *residual, const __half *x, const __half *w, int d,
+                                        float eps, bool release_early)
 {
     __shared__ float scratch[32];
     uint4 *r = reinterpret_cast<uint4 *>(residual + (size_t)blockIdx.x * d);
@@ -98,5 +98,6 @@ extern "C" cudaError_t k_add_rms_norm(void *out, void *residual, const void *x, 
         return cudaSuccess;
     const bool vec = d % 8 == 0 && d / 8 <= MAX_THREADS * MAX_CHUNKS;
     return fk_launch(vec ? add_rms_norm_vec_kernel : add_rms_norm_kernel, n, threads_for(d), 0, stream,
-                     (__half *)out, (__half *)residual, (const __half *)x, (const __half *)w, d, eps, fk_pdl_release_early);
+                     (__half *)out, (__half *)residual, (const __half *)x, (const __half *)w, d, eps,
+                     fk_pdl_release_early);
 }

@@ -62,7 +62,7 @@ typedef struct forward_ws {
     void **pieces;
     bool recording;    /* a capture is under way: its ops are recorded, not launched */
     uint64_t launches; /* backend ops (one each, though some launch two kernels) and graph launches issued */
-    int early_forced;  /* FK_PDL_EARLY's mask of ops that release early (model_forward.c), or -1: the model's choice */
+    int early_ops;     /* the ops that release the next kernel early on small passes (model_forward.c's EARLY_*) */
     /* Profiling (off unless asked for): before each op of a pass, a timeline mark and the op's fk_op_class; one more
      * mark ends the pass. A replayed decode pass takes both from its recording (forward_graph). */
     bool profile;

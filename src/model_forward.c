@@ -71,39 +71,31 @@ static bool decode_graph_tables(forward_ws *ws)
  * weights, decode attention earlier passes' keys): all that was complete when the nearest kernel ahead of it that
  * released after its wait (the previous layer's down; attention) passed that wait. Early: the attention norm, q|k|v,
  * the MLP norm, and o for quantized weights (at fp16 o's early release made gate|up's loads slow attention and
- * gate|up itself: -3 %). GPT-2's add_layer_norm always releases after its wait. bench-1b batch 1 on an H100, against none: fp16 +5.2 %, INT8 +5.7 %, INT4 +8.8 %
- * (BENCHMARKS.md, eighteenth session). FK_PDL_EARLY (a mask of the bits below) replaces the choice, for A/B runs. */
+ * gate|up itself: -3 %). GPT-2's add_layer_norm always releases after its wait. bench-1b batch 1 on an H100, against
+ * none: fp16 +5.2 %, INT8 +5.7 %, INT4 +8.8 % (BENCHMARKS.md, eighteenth session). FK_PDL_EARLY (a mask of the bits
+ * below) replaces the choice, for A/B runs. */
 enum { EARLY_O = 1, EARLY_NORM2 = 2, EARLY_QKV = 4, EARLY_NORM1 = 8, EARLY_MAX_TOKENS = 16 };
 
-/* FK_PDL_EARLY's mask, or -1 where it is unset. */
-static fk_status early_forced_from_env(int *mask, fk_error *err)
+/* The ops of m that release early (FK_PDL_EARLY's, or the measured choice; none without release_early). */
+static fk_status early_ops_of(const fk_model *m, int *mask, fk_error *err)
 {
+    const int fp16 = EARLY_NORM1 | EARLY_QKV | EARLY_NORM2;
+    *mask = !m->be->ops->release_early ? 0 : m->w.layers[0].o_w.format == FK_QUANT_NONE ? fp16 : fp16 | EARLY_O;
     const char *v = getenv("FK_PDL_EARLY");
-    *mask = -1;
     if (!v || !*v)
         return FK_OK;
     char *end;
     const long x = strtol(v, &end, 10);
     if (*end || x < 0 || x > 15)
         return fk_error_set(err, FK_ERR_INVALID_ARGUMENT, "FK_PDL_EARLY=\"%s\" (expected an integer in [0, 15])", v);
-    *mask = (int)x;
+    *mask = m->be->ops->release_early ? (int)x : 0;
     return FK_OK;
 }
 
-static int early_ops(const fk_model *m, const forward_ws *ws, int n)
-{
-    if (!m->be->ops->release_early || n > EARLY_MAX_TOKENS)
-        return 0;
-    if (ws->early_forced >= 0)
-        return ws->early_forced;
-    const int fp16 = EARLY_NORM1 | EARLY_QKV | EARLY_NORM2;
-    return m->w.layers[0].o_w.format == FK_QUANT_NONE ? fp16 : fp16 | EARLY_O;
-}
-
-/* Sets the backend's early release for the ops that follow, where `op` is one of early_ops'. */
+/* Sets the backend's early release for the ops that follow, where `op` is one of ws->early_ops on n tokens. */
 static void release_early(fk_model *m, const forward_ws *ws, int n, int op, bool on)
 {
-    if (early_ops(m, ws, n) & op)
+    if (n <= EARLY_MAX_TOKENS && (ws->early_ops & op))
         m->be->ops->release_early(m->be, on);
 }
 
@@ -123,7 +115,7 @@ fk_status forward_ws_create(const fk_model *m, int max_tokens, int max_seqs, int
     *ws = (forward_ws){.max_tokens = max_tokens, .max_seqs = max_seqs, .max_blocks = max_blocks,
                        .max_logits = max_logits, .index_cap = index_cap, .graphs = graphs && be->ops->graph_launch,
                        .profile = profile};
-    fk_status es = early_forced_from_env(&ws->early_forced, err);
+    fk_status es = early_ops_of(m, &ws->early_ops, err);
     if (es) {
         free(ws);
         return es;
