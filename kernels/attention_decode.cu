@@ -123,26 +123,33 @@ __global__ void __launch_bounds__(32 * WARPS) decode_split_kernel(k_attn_args a,
     const int n_chunks = (k_end - k_begin + CHUNK - 1) / CHUNK;
     __syncthreads(); // the block table
 
-    // The first STAGES - 1 chunks start loading; a group is committed even when there is nothing left to load, so
-    // "all but the newest STAGES - 1 groups are done" always means this iteration's chunk has arrived. With
-    // rope_store they start before the wait: every key they read was stored by an earlier pass (the new one is this
-    // block's to supply), and the kernel before (the QKV linear) writes only qkv. Without, the kernel before
-    // (rope_store_kv) stores the new key into the cache, so they wait for it.
-    auto first_chunks = [&] {
-        for (int ch = 0; ch < STAGES - 1; ch++) {
-            if (ch < n_chunks)
-                load_chunk<D, CHUNK, THREADS>(a, table, k_begin, kvh, k_begin + ch * CHUNK, load_end,
-                                              stages + ch * L::stage_halves);
-            else
-                cp_async_commit();
-        }
+    // Chunk ch starts loading into stage ch % STAGES; a group is committed even when there is nothing left to load,
+    // so "all but the newest STAGES - 1 groups are done" always means this iteration's chunk has arrived.
+    auto start_chunk = [&](int ch) {
+        if (ch < n_chunks)
+            load_chunk<D, CHUNK, THREADS>(a, table, k_begin, kvh, k_begin + ch * CHUNK, load_end,
+                                          stages + (ch % STAGES) * L::stage_halves);
+        else
+            cp_async_commit();
     };
+    // The first STAGES - 1 chunks. With rope_store they start before the wait: every key they read was stored by an
+    // earlier pass (the new one is this block's to supply), and the kernel before (the QKV linear) writes only qkv.
+    // Chunk STAGES - 1, which the loop would start once the query is in shared memory, starts right after the wait
+    // (its stage is still free): the memory is busy with the next kernel's weights by then, so its keys take
+    // microseconds to come, and loading all of them before the wait slowed the QKV linear more than it gained
+    // (BENCHMARKS.md). Without rope_store the kernel before (rope_store_kv) stores the new key into the cache, so
+    // every load waits for it.
+    const bool next_after_wait = a.rope_store && STAGES > 1;
     if (a.rope_store)
-        first_chunks();
+        for (int ch = 0; ch < STAGES - 1; ch++)
+            start_chunk(ch);
     pdl_wait();
     pdl_launch_dependents();
+    if (next_after_wait)
+        start_chunk(STAGES - 1);
     if (!a.rope_store)
-        first_chunks();
+        for (int ch = 0; ch < STAGES - 1; ch++)
+            start_chunk(ch);
     // Q: the G heads of this KV head as rows 0..G-1 (rotated first with rope_store), pre-scaled by scale * log2(e);
     // the other rows zero. Thread i takes rows i / (D/4) + j THREADS / (D/4), j < QI. With the new key and value
     // (rope_store), all loaded together after the chunks' first loads: one round trip. The new key and value go to
@@ -198,12 +205,8 @@ __global__ void __launch_bounds__(32 * WARPS) decode_split_kernel(k_attn_args a,
 
     for (int ch = 0; ch < n_chunks; ch++) {
         const int c0 = k_begin + ch * CHUNK;
-        const int next = ch + STAGES - 1; // into the stage chunk ch - 1 used, which every warp is done with
-        if (next < n_chunks)
-            load_chunk<D, CHUNK, THREADS>(a, table, k_begin, kvh, k_begin + next * CHUNK, load_end,
-                                          stages + (next % STAGES) * L::stage_halves);
-        else
-            cp_async_commit();
+        if (ch > 0 || !next_after_wait)
+            start_chunk(ch + STAGES - 1); // into the stage chunk ch - 1 used, which every warp is done with
         cp_async_wait<STAGES - 1>();
         const bool new_here = load_end < k_end && c0 <= new_key && new_key < c0 + CHUNK;
         if (STAGES == 1 && new_here)
@@ -247,7 +250,9 @@ __global__ void __launch_bounds__(32 * WARPS) decode_split_kernel(k_attn_args a,
     }
 
     // Merge the warps' states, row by row, in the stages' memory (free now: the loop ended on a barrier, and a block
-    // with no chunk never touched it).
+    // with no chunk never touched it). Only the G real rows are stored, a column pair at a time, the columns of row r
+    // XOR-swizzled by 8 (r % 8) so that a warp's rows g = 0..7 fall in different banks (unswizzled, the 8 rows of a
+    // store hit one bank: 8-way conflicts; without them batch 1 was 0.5 % faster, BENCHMARKS.md).
 #pragma unroll
     for (int r = 0; r < 2; r++) {
         l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
@@ -255,18 +260,20 @@ __global__ void __launch_bounds__(32 * WARPS) decode_split_kernel(k_attn_args a,
     }
     static_assert((WARPS * 16 * D + 2 * WARPS * 16) * sizeof(float) <= STAGES * L::stage_halves * sizeof(__half),
                   "the merge fits in the stages");
-    float *wo = reinterpret_cast<float *>(stages);           // [WARPS][16 rows][D]
+    float *wo = reinterpret_cast<float *>(stages);           // [WARPS][16 rows][D], columns swizzled
     float *wm = wo + WARPS * 16 * D, *wl = wm + WARPS * 16; // [WARPS][16] each
+    auto swizzle = [](int row) { return (row % 8) * 8; };
 #pragma unroll
     for (int r = 0; r < 2; r++) {
         const int row = g + r * 8;
+        if (row < G) {
 #pragma unroll
-        for (int j = 0; j < D / 8; j++) {
-            wo[(warp * 16 + row) * D + j * 8 + 2 * t] = o[j][2 * r];
-            wo[(warp * 16 + row) * D + j * 8 + 2 * t + 1] = o[j][2 * r + 1];
+            for (int j = 0; j < D / 8; j++)
+                *reinterpret_cast<float2 *>(wo + (warp * 16 + row) * D + ((j * 8 + 2 * t) ^ swizzle(row))) =
+                    make_float2(o[j][2 * r], o[j][2 * r + 1]);
+            if (t == 0)
+                wm[warp * 16 + row] = m[r], wl[warp * 16 + row] = l[r];
         }
-        if (t == 0)
-            wm[warp * 16 + row] = m[r], wl[warp * 16 + row] = l[r];
     }
     __syncthreads();
     const float ln2 = 0.6931471805599453f; // the maxima are in log2 units; partials store natural-log maxima
@@ -280,7 +287,7 @@ __global__ void __launch_bounds__(32 * WARPS) decode_split_kernel(k_attn_args a,
 #pragma unroll
         for (int w = 0; w < WARPS; w++) {
             const float wt = wm[w * 16 + row] == -INFINITY ? 0.0f : exp2f(wm[w * 16 + row] - mx);
-            num += wt * wo[(w * 16 + row) * D + d];
+            num += wt * wo[(w * 16 + row) * D + (d ^ swizzle(row))];
             den += wt * wl[w * 16 + row];
         }
         if (n_splits == 1) {
