@@ -51,20 +51,35 @@ template <int D> __host__ __device__ constexpr int partial_floats()
     return D + 2;
 }
 
+// A position's cache block and offset in it: shifts where the block size is a power of two (the engine's 16), else
+// divisions. An integer division by a value known only at run time is ~20 instructions, and a chunk's loads take
+// one per 16 bytes: in Nsight Compute's count they were most of the kernel's ~1,500 instructions a warp at
+// bench-1b's batch 1, whose critical path is instruction latency (BENCHMARKS.md).
+struct cache_blocks {
+    int size, shift; // shift < 0: size is not a power of two
+    __device__ int block(int pos) const { return shift >= 0 ? pos >> shift : pos / size; }
+    __device__ int offset(int pos) const { return shift >= 0 ? pos & (size - 1) : pos % size; }
+};
+
+__device__ __forceinline__ cache_blocks cache_blocks_of(int block_size)
+{
+    return {block_size, (block_size & (block_size - 1)) == 0 ? __ffs(block_size) - 1 : -1};
+}
+
 // Starts loading keys c0 .. c0 + CHUNK - 1 (those < c1; the rest zero) of one KV head into a stage. table holds the
 // block ids from the block of key `first` on.
 template <int D, int CHUNK, int THREADS>
-__device__ __forceinline__ void load_chunk(const k_attn_args &a, const int32_t *table, int first, int kvh, int c0,
-                                           int c1, __half *stage)
+__device__ __forceinline__ void load_chunk(const k_attn_args &a, const cache_blocks &cb, const int32_t *table,
+                                           int first, int kvh, int c0, int c1, __half *stage)
 {
     constexpr int STRIDE = D + 8, PIECES = D / 8;
     __half *sk = stage, *sv = stage + CHUNK * STRIDE;
-    const int first_block = first / a.block_size;
+    const int first_block = cb.block(first);
     for (int i = threadIdx.x; i < CHUNK * PIECES; i += THREADS) {
         const int r = i / PIECES, c = (i % PIECES) * 8, key = c0 + r;
         if (key < c1) {
-            const int blk = table[key / a.block_size - first_block];
-            const size_t at = (((size_t)blk * a.n_kv_heads + kvh) * a.block_size + key % a.block_size) * D + c;
+            const int blk = table[cb.block(key) - first_block];
+            const size_t at = (((size_t)blk * a.n_kv_heads + kvh) * cb.size + cb.offset(key)) * D + c;
             copy16_async(sk + r * STRIDE + c, (const __half *)a.k_cache + at);
             copy16_async(sv + r * STRIDE + c, (const __half *)a.v_cache + at);
         } else {
@@ -93,9 +108,10 @@ __global__ void __launch_bounds__(32 * WARPS) decode_split_kernel(k_attn_args a,
     const int ctx = a.context_len[seq], tok = a.query_start[seq];
     const int k_begin = split * split_len, k_end = min(ctx, k_begin + split_len);
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+    const cache_blocks blocks_of = cache_blocks_of(a.block_size);
     if (k_begin < k_end) {
         const int32_t *blocks = a.block_tables + (size_t)seq * a.max_blocks;
-        const int b0 = k_begin / a.block_size, b1 = (k_end - 1) / a.block_size;
+        const int b0 = blocks_of.block(k_begin), b1 = blocks_of.block(k_end - 1);
         for (int i = threadIdx.x; i <= b1 - b0; i += THREADS)
             table[i] = blocks[b0 + i];
     }
@@ -127,7 +143,7 @@ __global__ void __launch_bounds__(32 * WARPS) decode_split_kernel(k_attn_args a,
     // so "all but the newest STAGES - 1 groups are done" always means this iteration's chunk has arrived.
     auto start_chunk = [&](int ch) {
         if (ch < n_chunks)
-            load_chunk<D, CHUNK, THREADS>(a, table, k_begin, kvh, k_begin + ch * CHUNK, load_end,
+            load_chunk<D, CHUNK, THREADS>(a, blocks_of, table, k_begin, kvh, k_begin + ch * CHUNK, load_end,
                                           stages + (ch % STAGES) * L::stage_halves);
         else
             cp_async_commit();
@@ -299,8 +315,8 @@ __global__ void __launch_bounds__(32 * WARPS) decode_split_kernel(k_attn_args a,
         }
     }
     if (store_new && new_slot >= 0) {
-        const size_t at =
-            (((size_t)(new_slot / a.block_size) * a.n_kv_heads + kvh) * a.block_size + new_slot % a.block_size) * D;
+        const size_t blk = (size_t)blocks_of.block(new_slot) * a.n_kv_heads + kvh;
+        const size_t at = (blk * blocks_of.size + blocks_of.offset(new_slot)) * D;
         __half *kc = (__half *)a.k_cache + at, *vc = (__half *)a.v_cache + at;
         *reinterpret_cast<__half2 *>(kc + c) = new_k[0], *reinterpret_cast<__half2 *>(kc + c + D / 2) = new_k[1];
         *reinterpret_cast<__half2 *>(vc + c) = new_v[0], *reinterpret_cast<__half2 *>(vc + c + D / 2) = new_v[1];
