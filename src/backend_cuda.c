@@ -15,6 +15,7 @@
 
 #include "backend.h"
 #include "cuda_gemm_lt.h"
+#include "env.h"
 #include "error.h"
 #include "fp16.h"
 #include "kernels.h"
@@ -953,20 +954,6 @@ static fk_status gelu_epilogue_choice(bool *by_cublaslt, fk_error *err)
  * unset, kernels.h's K_DECODE_AUTO), FK_DECODE_SLICES (the fragments kernel's warps a pair: 1, 2 or 4; 0 or unset,
  * the measured choice). FK_TRACE_FILE, in a build with -DFK_TRACE only, names the file of the kernel
  * timeline (kernels.h's k_trace_start). */
-static fk_status env_int(const char *name, int lo, int hi, int *v, fk_error *err)
-{
-    const char *s = getenv(name);
-    if (!s || !*s)
-        return FK_OK;
-    char *end;
-    long x = strtol(s, &end, 10);
-    if (*end || x < lo || x > hi)
-        return fk_error_set(err, FK_ERR_INVALID_ARGUMENT, "%s=\"%s\" (expected an integer in [%d, %d])", name, s, lo,
-                            hi);
-    *v = (int)x;
-    return FK_OK;
-}
-
 static fk_status tuning_from_env(cuda_backend *cb, fk_error *err)
 {
     cb->small_linear_max_m = SMALL_LINEAR_MAX_M_DEFAULT;
@@ -977,19 +964,19 @@ static fk_status tuning_from_env(cuda_backend *cb, fk_error *err)
     int scratch_mb = DEQUANT_SCRATCH_MB_DEFAULT, padded_mb = PADDED_SCRATCH_MB_DEFAULT;
     fk_status s;
     if ((s = gelu_epilogue_choice(&cb->gelu_by_cublaslt, err)) ||
-        (s = env_int("FK_SMALL_LINEAR_MAX_M", 0, K_LINEAR_SMALL_MAX_M, &cb->small_linear_max_m, err)) ||
-        (s = env_int("FK_SMALL_LINEAR_UNALIGNED_MAX_M", 0, 1 << 20, &cb->unaligned_max_m, err)) ||
-        (s = env_int("FK_WGMMA_LINEAR_MAX_M", 0, K_LINEAR_WGMMA_MAX_M, &wgmma_max_m, err)) ||
-        (s = env_int("FK_WGMMA_LINEAR_STAGES", 0, 8, &cb->wgmma_stages, err)) ||
-        (s = env_int("FK_WGMMA_LINEAR_SPLITS", 0, 1, &cb->wgmma_splits_ok, err)) ||
-        (s = env_int("FK_QUANT_SMALL_MAX_M", 0, 256, &cb->quant_small_max_m, err)) ||
-        (s = env_int("FK_QUANT_MMA_MAX_M", 0, 1 << 20, &quant_mma_max_m, err)) ||
-        (s = env_int("FK_QUANT_MMA_ROWS", 0, 128, &cb->quant_mma_rows, err)) ||
-        (s = env_int("FK_DEQUANT_SCRATCH_MB", 1, 65536, &scratch_mb, err)) ||
-        (s = env_int("FK_PADDED_SCRATCH_MB", 1, 65536, &padded_mb, err)) ||
-        (s = env_int("FK_PDL", 0, 1, &pdl, err)) || (s = env_int("FK_PREFILL_HOPPER", 0, 1, &hopper, err)) ||
-        (s = env_int("FK_DECODE_FRAGMENTS", 0, 1, &fragments, err)) ||
-        (s = env_int("FK_DECODE_SLICES", 0, 4, &cb->decode_slices, err)))
+        (s = fk_env_int("FK_SMALL_LINEAR_MAX_M", 0, K_LINEAR_SMALL_MAX_M, &cb->small_linear_max_m, err)) ||
+        (s = fk_env_int("FK_SMALL_LINEAR_UNALIGNED_MAX_M", 0, 1 << 20, &cb->unaligned_max_m, err)) ||
+        (s = fk_env_int("FK_WGMMA_LINEAR_MAX_M", 0, K_LINEAR_WGMMA_MAX_M, &wgmma_max_m, err)) ||
+        (s = fk_env_int("FK_WGMMA_LINEAR_STAGES", 0, 8, &cb->wgmma_stages, err)) ||
+        (s = fk_env_int("FK_WGMMA_LINEAR_SPLITS", 0, 1, &cb->wgmma_splits_ok, err)) ||
+        (s = fk_env_int("FK_QUANT_SMALL_MAX_M", 0, 256, &cb->quant_small_max_m, err)) ||
+        (s = fk_env_int("FK_QUANT_MMA_MAX_M", 0, 1 << 20, &quant_mma_max_m, err)) ||
+        (s = fk_env_int("FK_QUANT_MMA_ROWS", 0, 128, &cb->quant_mma_rows, err)) ||
+        (s = fk_env_int("FK_DEQUANT_SCRATCH_MB", 1, 65536, &scratch_mb, err)) ||
+        (s = fk_env_int("FK_PADDED_SCRATCH_MB", 1, 65536, &padded_mb, err)) ||
+        (s = fk_env_int("FK_PDL", 0, 1, &pdl, err)) || (s = fk_env_int("FK_PREFILL_HOPPER", 0, 1, &hopper, err)) ||
+        (s = fk_env_int("FK_DECODE_FRAGMENTS", 0, 1, &fragments, err)) ||
+        (s = fk_env_int("FK_DECODE_SLICES", 0, 4, &cb->decode_slices, err)))
         return s;
     if (cb->decode_slices == 3)
         return fk_error_set(err, FK_ERR_INVALID_ARGUMENT, "FK_DECODE_SLICES=\"3\" (expected 0, 1, 2 or 4)");

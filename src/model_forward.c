@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "env.h"
 #include "error.h"
 #include "model.h"
 
@@ -81,15 +82,11 @@ static fk_status early_ops_of(const fk_model *m, int *mask, fk_error *err)
 {
     const int fp16 = EARLY_NORM1 | EARLY_QKV | EARLY_NORM2;
     *mask = !m->be->ops->release_early ? 0 : m->w.layers[0].o_w.format == FK_QUANT_NONE ? fp16 : fp16 | EARLY_O;
-    const char *v = getenv("FK_PDL_EARLY");
-    if (!v || !*v)
-        return FK_OK;
-    char *end;
-    const long x = strtol(v, &end, 10);
-    if (*end || x < 0 || x > 15)
-        return fk_error_set(err, FK_ERR_INVALID_ARGUMENT, "FK_PDL_EARLY=\"%s\" (expected an integer in [0, 15])", v);
-    *mask = m->be->ops->release_early ? (int)x : 0;
-    return FK_OK;
+    int x = -1;
+    const fk_status s = fk_env_int("FK_PDL_EARLY", 0, 15, &x, err);
+    if (!s && x >= 0)
+        *mask = m->be->ops->release_early ? x : 0;
+    return s;
 }
 
 /* Sets the backend's early release for the ops that follow, where `op` is one of ws->early_ops on n tokens. */
