@@ -51,21 +51,6 @@ template <int D> __host__ __device__ constexpr int partial_floats()
     return D + 2;
 }
 
-// A position's cache block and offset in it: shifts where the block size is a power of two (the engine's 16), else
-// divisions. An integer division by a value known only at run time is ~20 instructions, and a chunk's loads take
-// one per 16 bytes: in Nsight Compute's count they were most of the kernel's ~1,500 instructions a warp at
-// bench-1b's batch 1, whose critical path is instruction latency (BENCHMARKS.md).
-struct cache_blocks {
-    int size, shift; // shift < 0: size is not a power of two
-    __device__ int block(int pos) const { return shift >= 0 ? pos >> shift : pos / size; }
-    __device__ int offset(int pos) const { return shift >= 0 ? pos & (size - 1) : pos % size; }
-};
-
-__device__ __forceinline__ cache_blocks cache_blocks_of(int block_size)
-{
-    return {block_size, (block_size & (block_size - 1)) == 0 ? __ffs(block_size) - 1 : -1};
-}
-
 // Starts loading keys c0 .. c0 + CHUNK - 1 (those < c1; the rest zero) of one KV head into a stage. table holds the
 // block ids from the block of key `first` on.
 template <int D, int CHUNK, int THREADS>
@@ -244,13 +229,14 @@ __global__ void __launch_bounds__(32 * WARPS) decode_split_kernel(k_attn_args a,
             mma_16816(s[0], qf[kk], b);
             mma_16816(s[1], qf[kk], b + 2);
         }
-        // Keys past the split's end (zero-filled) must not count.
+        // Keys past the split's end (zero-filled) must not count; only the last chunk has any.
+        if (c0 + CHUNK > k_end)
 #pragma unroll
-        for (int j = 0; j < 2; j++)
+            for (int j = 0; j < 2; j++)
 #pragma unroll
-            for (int e = 0; e < 4; e++)
-                if (c0 + warp * 16 + j * 8 + 2 * t + (e & 1) >= k_end)
-                    s[j][e] = -INFINITY;
+                for (int e = 0; e < 4; e++)
+                    if (c0 + warp * 16 + j * 8 + 2 * t + (e & 1) >= k_end)
+                        s[j][e] = -INFINITY;
         uint32_t p[1][4];
         online_softmax_tile(s, m, l, o, p);
         // O += P V over the 16 keys.
@@ -298,10 +284,11 @@ __global__ void __launch_bounds__(32 * WARPS) decode_split_kernel(k_attn_args a,
 #pragma unroll
         for (int w = 0; w < WARPS; w++)
             mx = fmaxf(mx, wm[w * 16 + row]);
+        const float base = mx == -INFINITY ? 0.0f : mx; // a block with no keys: every weight 0, not NaN
         float num = 0, den = 0;
 #pragma unroll
         for (int w = 0; w < WARPS; w++) {
-            const float wt = wm[w * 16 + row] == -INFINITY ? 0.0f : exp2f(wm[w * 16 + row] - mx);
+            const float wt = fast_exp2(wm[w * 16 + row] - base); // 0 for a warp with no keys
             num += wt * wo[(w * 16 + row) * D + (d ^ swizzle(row))];
             den += wt * wl[w * 16 + row];
         }

@@ -66,13 +66,14 @@ template <int D, int SLICES> __global__ void __launch_bounds__(32 * WARPS, 4) de
         return;
     }
     const int seq = pair / a.n_kv_heads, kvh = pair % a.n_kv_heads, G = a.n_heads / a.n_kv_heads;
-    const int B = a.block_size, H = a.n_heads, Hkv = a.n_kv_heads;
+    const int H = a.n_heads, Hkv = a.n_kv_heads;
+    const cache_blocks blocks_of = cache_blocks_of(a.block_size);
 
     // The step's indices, before the wait (common.cuh): length, token, the first 32 block-table entries (one a
     // lane), and with rope_store the position's angles and the new key's slot.
     const int ctx = a.context_len[seq], tok = a.query_start[seq];
     const int32_t *blocks = a.block_tables + (size_t)seq * a.max_blocks;
-    const int n_pages = (ctx + B - 1) / B;
+    const int n_pages = blocks_of.block(ctx + blocks_of.size - 1);
     int table_base = 0, table = lane < n_pages ? blocks[lane] : 0;
     const bool rope = a.rope_store && a.inv_freq;
     // Angles of dims 32 p + 8 t + e (p < NP/2, e < 8): the first halves of this thread's RoPE pairs.
@@ -92,13 +93,13 @@ template <int D, int SLICES> __global__ void __launch_bounds__(32 * WARPS, 4) de
 
     const __half *kc = (const __half *)a.k_cache, *vc = (const __half *)a.v_cache;
     auto load_tile = [&](int tile, kv_tile<D> &r) {
-        const int k0 = tile * 16, page = k0 / B;
+        const int k0 = tile * 16, page = blocks_of.block(k0);
         if (page >= table_base + 32) { // the next 32 entries (contexts beyond 32 blocks)
             table_base += 32;
             table = table_base + lane < n_pages ? blocks[table_base + lane] : 0;
         }
         const int blk = __shfl_sync(0xffffffffu, table, page - table_base);
-        const size_t base = (((size_t)blk * Hkv + kvh) * B + k0 % B) * D;
+        const size_t base = (((size_t)blk * Hkv + kvh) * blocks_of.size + blocks_of.offset(k0)) * D;
 #pragma unroll
         for (int j = 0; j < 2; j++)
 #pragma unroll
@@ -265,7 +266,7 @@ template <int D, int SLICES> __global__ void __launch_bounds__(32 * WARPS, 4) de
             for (int rr = 0; rr < 2; rr++) {
                 const float m2 = theirs.m[rr][lane], m_new = fmaxf(m[rr], m2);
                 const float base = m_new == -INFINITY ? 0.0f : m_new;
-                mine_scale[rr] = exp2f(m[rr] - base), their_scale[rr] = exp2f(m2 - base);
+                mine_scale[rr] = fast_exp2(m[rr] - base), their_scale[rr] = fast_exp2(m2 - base);
                 l[rr] = l[rr] * mine_scale[rr] + theirs.l[rr][lane] * their_scale[rr];
                 m[rr] = m_new;
             }
@@ -297,7 +298,8 @@ template <int D, int SLICES> __global__ void __launch_bounds__(32 * WARPS, 4) de
             }
     }
     if (new_slot >= 0) { // the new key's row by lanes t of group 0, its value's by lanes g with t == 0
-        const size_t at = (((size_t)(new_slot / B) * Hkv + kvh) * B + new_slot % B) * D;
+        const size_t blk = (size_t)blocks_of.block(new_slot) * Hkv + kvh;
+        const size_t at = (blk * blocks_of.size + blocks_of.offset(new_slot)) * D;
         if (g == 0)
 #pragma unroll
             for (int p = 0; p < NP; p++)

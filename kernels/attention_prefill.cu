@@ -46,12 +46,12 @@ __device__ __forceinline__ void load_kv_tile(const k_attn_args &a, const int32_t
                                              __half *sk, __half *sv)
 {
     constexpr int STRIDE = tile_layout<D>::STRIDE, CHUNKS = D / 8;
+    const cache_blocks cb = cache_blocks_of(a.block_size);
     for (int i = threadIdx.x; i < BK * CHUNKS; i += THREADS) {
         const int r = i / CHUNKS, c = (i % CHUNKS) * 8, key = k0 + r;
         __half *dk = sk + r * STRIDE + c, *dv = sv + r * STRIDE + c;
         if (key < kv_end) {
-            const int blk = blocks[key / a.block_size], off = key % a.block_size;
-            const size_t at = (((size_t)blk * a.n_kv_heads + kvh) * a.block_size + off) * D + c;
+            const size_t at = (((size_t)blocks[cb.block(key)] * a.n_kv_heads + kvh) * cb.size + cb.offset(key)) * D + c;
             copy16_async(dk, (const __half *)a.k_cache + at);
             copy16_async(dv, (const __half *)a.v_cache + at);
         } else {

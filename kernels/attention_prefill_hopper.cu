@@ -47,8 +47,9 @@ __device__ __forceinline__ void load_tile(const k_attn_args &a, const int32_t *b
     constexpr int CHUNKS = D / 8;
     constexpr uint32_t NONE = ~0u;
     const int key = k0 + tid;
-    places[tid] = key < kv_end ? (uint32_t)((((size_t)blocks[key / a.block_size] * a.n_kv_heads + kvh) * a.block_size +
-                                             key % a.block_size) * CHUNKS)
+    const cache_blocks cb = cache_blocks_of(a.block_size);
+    places[tid] = key < kv_end ? (uint32_t)((((size_t)blocks[cb.block(key)] * a.n_kv_heads + kvh) * cb.size +
+                                             cb.offset(key)) * CHUNKS)
                                : NONE;
     named_barrier_sync(PRODUCER_BARRIER, 128);
     const uint4 *k = (const uint4 *)a.k_cache, *v = (const uint4 *)a.v_cache;

@@ -145,6 +145,31 @@ cudaError_t fk_launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t s
     return cudaLaunchKernelEx(&cfg, kernel, static_cast<Params>(args)...);
 }
 
+// 2^x on the special-function unit, one instruction. exp2f is the same MUFU.EX2 for results of 2^-126 and up, plus
+// ~4 instructions of denormal handling around it (and more for callers' -INFINITY tests: ex2 of -INFINITY is 0);
+// softmax weights that small are zero anyway, so this flushes them to zero.
+__device__ __forceinline__ float fast_exp2(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
+}
+
+// A position's cache block and offset in it: shifts where the block size is a power of two (the engine's 16), else
+// divisions. An integer division by a value known only at run time is ~20 instructions, and a chunk's loads take
+// one per 16 bytes: in Nsight Compute's count they were most of decode attention's ~1,500 instructions a warp
+// at bench-1b's batch 1, whose critical path is instruction latency (BENCHMARKS.md).
+struct cache_blocks {
+    int size, shift; // shift < 0: size is not a power of two
+    __device__ int block(int pos) const { return shift >= 0 ? pos >> shift : pos / size; }
+    __device__ int offset(int pos) const { return shift >= 0 ? pos & (size - 1) : pos % size; }
+};
+
+__device__ __forceinline__ cache_blocks cache_blocks_of(int block_size)
+{
+    return {block_size, (block_size & (block_size - 1)) == 0 ? __ffs(block_size) - 1 : -1};
+}
+
 // gelu_new / gelu_tanh(a) = 0.5 a (1 + tanh(sqrt(2/pi) (a + 0.044715 a^3))), fp32.
 __device__ __forceinline__ float gelu_tanh(float a)
 {

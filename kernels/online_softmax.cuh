@@ -29,7 +29,7 @@ __device__ __forceinline__ void online_softmax_tile(const float (&s)[NS][4], flo
         mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
         const float m_new = fmaxf(m[r], mx[r]);
         base[r] = m_new == -INFINITY ? 0.0f : m_new; // a row with nothing visible yet stays at zero
-        corr[r] = exp2f(m[r] - base[r]);
+        corr[r] = fast_exp2(m[r] - base[r]);
         m[r] = m_new;
         l[r] *= corr[r];
     }
@@ -40,8 +40,8 @@ __device__ __forceinline__ void online_softmax_tile(const float (&s)[NS][4], flo
     }
 #pragma unroll
     for (int j = 0; j < NS; j++) {
-        const float p0 = exp2f(s[j][0] - base[0]), p1 = exp2f(s[j][1] - base[0]);
-        const float p2 = exp2f(s[j][2] - base[1]), p3 = exp2f(s[j][3] - base[1]);
+        const float p0 = fast_exp2(s[j][0] - base[0]), p1 = fast_exp2(s[j][1] - base[0]);
+        const float p2 = fast_exp2(s[j][2] - base[1]), p3 = fast_exp2(s[j][3] - base[1]);
         l[0] += p0 + p1;
         l[1] += p2 + p3;
         p[j / 2][(j % 2) * 2 + 0] = pack_half2(p0, p1);

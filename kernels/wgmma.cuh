@@ -78,14 +78,6 @@ __device__ __forceinline__ void named_barrier_arrive(int id, int n)
     asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(n) : "memory");
 }
 
-// 2^x on the special-function unit (flushes denormal results to zero; softmax weights that small are zero anyway).
-__device__ __forceinline__ float fast_exp2(float x)
-{
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-    return y;
-}
-
 // Warp-specialized kernels: the producer warpgroup gives registers up, the consumers take them (sm_90a).
 template <int N> __device__ __forceinline__ void regs_release()
 {

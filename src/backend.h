@@ -82,6 +82,12 @@ typedef struct backend_ops {
      * it is done by the time the ops after it, which wait for it, start. It starts once the ops enqueued before the
      * last fetch_begin (with bytes) are done and that fetch's copy is: dst may be what those ops read. */
     fk_status (*upload_ahead)(backend *b, void *dst, const void *src, size_t bytes, fk_error *err);
+    /* The end of a pass: upload_after_pass's copies wait for the ops enqueued before it, and only for those. */
+    fk_status (*pass_end)(backend *b, fk_error *err);
+    /* A copy of bytes from host_alloc memory src to device dst that starts once the ops enqueued before the last
+     * pass_end are done, beside any ops enqueued since (a sampling): dst may be what that pass read. The ops enqueued
+     * after it wait for it. */
+    fk_status (*upload_after_pass)(backend *b, void *dst, const void *src, size_t bytes, fk_error *err);
     /* Raw bytes to the host (waits for pending work). */
     fk_status (*download)(backend *b, void *dst, const void *src, size_t bytes, fk_error *err);
     /* n act elements to float32 on the host (waits for pending work). */

@@ -474,6 +474,12 @@ static fk_status cpu_gather_rows(backend *b, void *out, const void *x, const int
     return FK_OK;
 }
 
+static fk_status cpu_pass_end(backend *b, fk_error *err)
+{
+    (void)b, (void)err;
+    return FK_OK;
+}
+
 static fk_status cpu_fill_ids(backend *b, int32_t *ids, const int32_t *dst, const int32_t *tokens,
                               const int32_t *src, int n, fk_error *err)
 {
@@ -539,6 +545,8 @@ static const backend_ops cpu_ops = {
     .release = cpu_release,
     .upload = cpu_copy,
     .upload_ahead = cpu_copy,
+    .pass_end = cpu_pass_end,
+    .upload_after_pass = cpu_copy,
     .download = cpu_copy,
     .download_act = cpu_download_act,
     .host_alloc = cpu_alloc,

@@ -66,6 +66,10 @@ typedef struct cuda_backend {
      * a fetch copies after, `uploaded` the copies the ops after an upload_ahead wait for. */
     cudaStream_t copies;
     cudaEvent_t ready, uploaded;
+    /* upload_after_pass's copies (a pass's indices) run on `indices`, after `pass_done` (pass_end's), so that they
+     * are not on the path from one pass through its sampling to the next; the ops after one wait for `indices_up`. */
+    cudaStream_t indices;
+    cudaEvent_t pass_done, indices_up;
 } cuda_backend;
 
 #define BLAS_WORKSPACE_BYTES (32u << 20) /* what cuBLAS recommends for Hopper */
@@ -140,6 +144,12 @@ static void cuda_destroy(backend *b)
         cudaEventDestroy(cb->ready);
     if (cb->uploaded)
         cudaEventDestroy(cb->uploaded);
+    if (cb->indices)
+        cudaStreamDestroy(cb->indices);
+    if (cb->pass_done)
+        cudaEventDestroy(cb->pass_done);
+    if (cb->indices_up)
+        cudaEventDestroy(cb->indices_up);
     for (int i = 0; cb->marks && i < PROF_MARKS; i++)
         cudaEventDestroy(cb->marks[i]);
     free(cb->marks);
@@ -216,6 +226,24 @@ static fk_status cuda_upload_ahead(backend *b, void *dst, const void *src, size_
         CUDA_OK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, cb->copies), "upload");
     CUDA_OK(cudaEventRecord(cb->uploaded, cb->copies), "cudaEventRecord");
     CUDA_OK(cudaStreamWaitEvent(cb->stream, cb->uploaded, 0), "cudaStreamWaitEvent");
+    return FK_OK;
+}
+
+static fk_status cuda_pass_end(backend *b, fk_error *err)
+{
+    CUDA_OK(cudaEventRecord(cb_of(b)->pass_done, cb_of(b)->stream), "cudaEventRecord");
+    return FK_OK;
+}
+
+/* Before the first pass_end, pass_done has not been recorded, and a wait for it returns at once. */
+static fk_status cuda_upload_after_pass(backend *b, void *dst, const void *src, size_t bytes, fk_error *err)
+{
+    cuda_backend *cb = cb_of(b);
+    CUDA_OK(cudaStreamWaitEvent(cb->indices, cb->pass_done, 0), "cudaStreamWaitEvent");
+    if (bytes)
+        CUDA_OK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, cb->indices), "upload");
+    CUDA_OK(cudaEventRecord(cb->indices_up, cb->indices), "cudaEventRecord");
+    CUDA_OK(cudaStreamWaitEvent(cb->stream, cb->indices_up, 0), "cudaStreamWaitEvent");
     return FK_OK;
 }
 
@@ -888,6 +916,8 @@ static const backend_ops cuda_ops = {
     .release = cuda_release,
     .upload = cuda_upload,
     .upload_ahead = cuda_upload_ahead,
+    .pass_end = cuda_pass_end,
+    .upload_after_pass = cuda_upload_after_pass,
     .download = cuda_download,
     .download_act = cuda_download_act,
     .host_alloc = cuda_host_alloc,
@@ -1021,7 +1051,10 @@ fk_status backend_cuda_create(backend **out, fk_error *err)
         (e = cudaEventCreateWithFlags(&cb->fetched[1], cudaEventDisableTiming)) != cudaSuccess ||
         (e = cudaStreamCreateWithFlags(&cb->copies, cudaStreamNonBlocking)) != cudaSuccess ||
         (e = cudaEventCreateWithFlags(&cb->ready, cudaEventDisableTiming)) != cudaSuccess ||
-        (e = cudaEventCreateWithFlags(&cb->uploaded, cudaEventDisableTiming)) != cudaSuccess)
+        (e = cudaEventCreateWithFlags(&cb->uploaded, cudaEventDisableTiming)) != cudaSuccess ||
+        (e = cudaStreamCreateWithFlags(&cb->indices, cudaStreamNonBlocking)) != cudaSuccess ||
+        (e = cudaEventCreateWithFlags(&cb->pass_done, cudaEventDisableTiming)) != cudaSuccess ||
+        (e = cudaEventCreateWithFlags(&cb->indices_up, cudaEventDisableTiming)) != cudaSuccess)
         s = cuda_fail(err, "device setup", e);
     else if ((e = cudaMalloc(&cb->blas_workspace, BLAS_WORKSPACE_BYTES)) != cudaSuccess)
         s = cuda_fail(err, "cuBLAS workspace", e);

@@ -218,7 +218,8 @@ static void per_token_arrays(forward_ws *ws, int padded)
 
 /* Packs the batch's index arrays into one buffer (ids, positions and slots padded to `padded` tokens: token 0 at
  * position 0 with slot -1, which stores no KV; block-table rows padded to width), copies it to the device in one
- * upload, and points ws at the arrays' places in it. */
+ * upload, and points ws at the arrays' places in it. The copy waits only for the last pass (model_forward's
+ * pass_end), not for that pass's sampling, so it is off the path between the passes. */
 static fk_status upload_batch(backend *be, forward_ws *ws, const batch *b, int width, int padded, fk_error *err)
 {
     int32_t *host = ws->index_host[ws->slot];
@@ -261,7 +262,7 @@ static fk_status upload_batch(backend *be, forward_ws *ws, const batch *b, int w
         memcpy(host + at + b->n_fill, b->fill_src, (size_t)b->n_fill * sizeof(int32_t));
         at += 2 * (size_t)b->n_fill;
     }
-    return be->ops->upload(be, ws->index_dev, host, at * sizeof(int32_t), err);
+    return be->ops->upload_after_pass(be, ws->index_dev, host, at * sizeof(int32_t), err);
 }
 
 /* Before an op of class c (and, with c = FK_OP_CLASSES, after the last one): counts the op as launched unless it
@@ -644,6 +645,17 @@ static int piece_bucket(const forward_ws *ws, int n, int *padded)
     return -1;
 }
 
+/* After a pass's launches (the sampling reads only the logits and its own rows, not the index buffer), and after a
+ * failed one too, for the ops it did enqueue. Returns `s`, else pass_end's status. */
+static fk_status pass_end(fk_model *m, fk_status s, fk_error *err)
+{
+    if (!s)
+        return m->be->ops->pass_end(m->be, err);
+    fk_error ignored;
+    m->be->ops->pass_end(m->be, &ignored);
+    return s;
+}
+
 fk_status model_forward(fk_model *m, forward_ws *ws, const kv_cache *kv, const batch *b, fk_error *err)
 {
     fk_status s = check_fits(ws, b, err);
@@ -685,7 +697,7 @@ fk_status model_forward(fk_model *m, forward_ws *ws, const kv_cache *kv, const b
     if (b->n_fill) {
         ws->launches++;
         if ((s = m->be->ops->fill_ids(m->be, ws->ids, ws->fill_dst, ws->tokens, ws->fill_src, b->n_fill, err)))
-            return s;
+            return pass_end(m, s, err);
     }
     const attn_batch ab = {.n_tokens = b->n_tokens,
                            .n_seqs = b->n_seqs,
@@ -698,13 +710,14 @@ fk_status model_forward(fk_model *m, forward_ws *ws, const kv_cache *kv, const b
                            .max_context = max_context,
                            .scratch = ws->attn_scratch};
     if (bucket >= 0)
-        return run_pieces(m, ws, kv, b, &ab, bucket, padded, err);
-    if (!graphed)
-        return run_layers(m, ws, kv, b, &ab, err);
-    if ((s = decode_graph(m, ws, kv, b, &ab, g, err)))
-        return s;
-    ws->launches++;
-    return m->be->ops->graph_launch(m->be, g->graph, err);
+        s = run_pieces(m, ws, kv, b, &ab, bucket, padded, err);
+    else if (!graphed)
+        s = run_layers(m, ws, kv, b, &ab, err);
+    else if (!(s = decode_graph(m, ws, kv, b, &ab, g, err))) {
+        ws->launches++;
+        s = m->be->ops->graph_launch(m->be, g->graph, err);
+    }
+    return pass_end(m, s, err);
 }
 
 fk_status forward_record_decode_graphs(fk_model *m, forward_ws *ws, const kv_cache *kv, fk_error *err)
