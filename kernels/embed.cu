@@ -1,7 +1,9 @@
-// embed.cu — token embedding gather (+ learned positions for GPT-2). One block per token. Rows of whole 16-byte
-// pieces (width a multiple of 8, aligned buffers) move a piece at a time, each thread's loads (up to BATCH pieces of
-// the row, and of the position row) in flight together before its stores: one round trip to memory per BATCH x 128
-// pieces. (Element by element, each store kept the next load waiting: a 2,048-wide row took 16 round trips.)
+// embed.cu — token embedding gather (+ learned positions for GPT-2). One block per token. A negative id stands for
+// the token the previous pass sampled from logits row -1 - id (the overlapped step's input, which the host does not
+// know yet), read here rather than copied into the ids by a kernel of its own. Rows of whole 16-byte pieces (width a
+// multiple of 8, aligned buffers) move a piece at a time, each thread's loads (up to BATCH pieces of the row, and of
+// the position row) in flight together before its stores: one round trip to memory per BATCH x 128 pieces. (Element
+// by element, each store kept the next load waiting: a 2,048-wide row took 16 round trips.)
 #include "common.cuh"
 #include "kernels.h"
 
@@ -10,12 +12,14 @@ namespace {
 constexpr int THREADS = 128, BATCH = 4;
 
 __global__ void embed_kernel(__half *__restrict__ out, const __half *__restrict__ tok, const int32_t *__restrict__ ids,
-                             const __half *__restrict__ pos, const int32_t *__restrict__ positions, int d, bool vec)
+                             const int32_t *__restrict__ sampled, const __half *__restrict__ pos,
+                             const int32_t *__restrict__ positions, int d, bool vec)
 {
     pdl_wait();
     pdl_launch_dependents();
     const int i = blockIdx.x;
-    const __half *t = tok + (size_t)ids[i] * d;
+    const int32_t id = ids[i];
+    const __half *t = tok + (size_t)(id < 0 ? sampled[-1 - id] : id) * d;
     const __half *p = pos ? pos + (size_t)positions[i] * d : nullptr;
     __half *o = out + (size_t)i * d;
     if (!vec) {
@@ -53,12 +57,12 @@ __global__ void embed_kernel(__half *__restrict__ out, const __half *__restrict_
 
 } // namespace
 
-extern "C" cudaError_t k_embed(void *out, const void *tok, const int32_t *ids, const void *pos,
-                               const int32_t *positions, int n, int d, cudaStream_t stream)
+extern "C" cudaError_t k_embed(void *out, const void *tok, const int32_t *ids, const int32_t *sampled,
+                               const void *pos, const int32_t *positions, int n, int d, cudaStream_t stream)
 {
     if (n <= 0)
         return cudaSuccess;
     const bool vec = d % 8 == 0 && (uintptr_t)out % 16 == 0 && (uintptr_t)tok % 16 == 0 && (uintptr_t)pos % 16 == 0;
-    return fk_launch(embed_kernel, n, THREADS, 0, stream, (__half *)out, (const __half *)tok, ids, (const __half *)pos,
-                     positions, d, vec);
+    return fk_launch(embed_kernel, n, THREADS, 0, stream, (__half *)out, (const __half *)tok, ids, sampled,
+                     (const __half *)pos, positions, d, vec);
 }

@@ -14,9 +14,10 @@
 extern "C" {
 #endif
 
-/* out[n][d] = tok[ids[i]] (+ pos[positions[i]] when pos is not NULL). */
-cudaError_t k_embed(void *out, const void *tok, const int32_t *ids, const void *pos, const int32_t *positions, int n,
-                    int d, cudaStream_t stream);
+/* out[n][d] = tok[id_i] (+ pos[positions[i]] when pos is not NULL): id_i = ids[i], or sampled[-1 - ids[i]] where
+ * ids[i] < 0 (a token the previous pass sampled on the device). */
+cudaError_t k_embed(void *out, const void *tok, const int32_t *ids, const int32_t *sampled, const void *pos,
+                    const int32_t *positions, int n, int d, cudaStream_t stream);
 
 /* residual[n][d] += x (if x); out = RMSNorm(residual) * w, statistics in fp32. */
 cudaError_t k_add_rms_norm(void *out, void *residual, const void *x, const void *w, int n, int d, float eps,
@@ -169,10 +170,6 @@ cudaError_t k_bias_gelu(void *y, const void *bias, int n, int out, cudaStream_t 
 
 /* out[m][d] = x[rows[i]]. */
 cudaError_t k_gather_rows(void *out, const void *x, const int32_t *rows, int m, int d, cudaStream_t stream);
-
-/* ids[dst[i]] = tokens[src[i]] for i < n (int32): input ids the previous pass sampled. */
-cudaError_t k_fill_ids(int32_t *ids, const int32_t *dst, const int32_t *tokens, const int32_t *src, int n,
-                       cudaStream_t stream);
 
 /* out[n] (float) = in[n] (half). */
 cudaError_t k_half_to_float(float *out, const void *in, size_t n, cudaStream_t stream);

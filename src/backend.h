@@ -115,9 +115,10 @@ typedef struct backend_ops {
     fk_status (*upload_linear)(backend *b, const float *host, int rows, int cols, fk_quantization format,
                                qweight *out, fk_error *err);
 
-    /* out[n][d] = tok[ids[i]] (+ pos[positions[i]] when pos is not NULL). */
-    fk_status (*embed)(backend *b, void *out, const void *tok, const int32_t *ids, const void *pos,
-                       const int32_t *positions, int n, int d, fk_error *err);
+    /* out[n][d] = tok[id_i] (+ pos[positions[i]] when pos is not NULL), where id_i = ids[i], or for ids[i] < 0 (a
+     * token the previous pass sampled, not yet known on the host: the overlapped step) sampled[-1 - ids[i]]. */
+    fk_status (*embed)(backend *b, void *out, const void *tok, const int32_t *ids, const int32_t *sampled,
+                       const void *pos, const int32_t *positions, int n, int d, fk_error *err);
 
     /* residual[n][d] += x (when x is not NULL); out = RMSNorm(residual) * w. */
     fk_status (*add_rms_norm)(backend *b, void *out, void *residual, const void *x, const void *w, int n, int d,
@@ -165,11 +166,6 @@ typedef struct backend_ops {
 
     /* out[m][d] = x[rows[i]]. */
     fk_status (*gather_rows)(backend *b, void *out, const void *x, const int32_t *rows, int m, int d, fk_error *err);
-
-    /* ids[dst[i]] = tokens[src[i]] for i < n: a pass's input ids that the previous pass sampled, filled in on the
-     * device so that the host need not wait for them (the overlapped step). */
-    fk_status (*fill_ids)(backend *b, int32_t *ids, const int32_t *dst, const int32_t *tokens, const int32_t *src,
-                          int n, fk_error *err);
 
     /* Graphs (NULL on backends without them): the ops between capture_begin and capture_end are recorded instead
      * of run; graph_launch replays them on whatever the device buffers hold then. Recorded ops may not upload or

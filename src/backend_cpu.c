@@ -116,15 +116,16 @@ static fk_status cpu_upload_linear(backend *b, const float *host, int rows, int 
     return FK_OK;
 }
 
-static fk_status cpu_embed(backend *b, void *out, const void *tok, const int32_t *ids, const void *pos,
-                           const int32_t *positions, int n, int d, fk_error *err)
+static fk_status cpu_embed(backend *b, void *out, const void *tok, const int32_t *ids, const int32_t *sampled,
+                           const void *pos, const int32_t *positions, int n, int d, fk_error *err)
 {
     (void)b, (void)err;
     float *o = out;
     const float *t = tok, *p = pos;
     for (int i = 0; i < n; i++) {
         float *row = o + (size_t)i * d;
-        memcpy(row, t + (size_t)ids[i] * d, (size_t)d * sizeof(float));
+        const int32_t id = ids[i] < 0 ? sampled[-1 - ids[i]] : ids[i];
+        memcpy(row, t + (size_t)id * d, (size_t)d * sizeof(float));
         if (p)
             for (int j = 0; j < d; j++)
                 row[j] += p[(size_t)positions[i] * d + j];
@@ -480,15 +481,6 @@ static fk_status cpu_pass_end(backend *b, fk_error *err)
     return FK_OK;
 }
 
-static fk_status cpu_fill_ids(backend *b, int32_t *ids, const int32_t *dst, const int32_t *tokens,
-                              const int32_t *src, int n, fk_error *err)
-{
-    (void)b, (void)err;
-    for (int i = 0; i < n; i++)
-        ids[dst[i]] = tokens[src[i]];
-    return FK_OK;
-}
-
 static fk_status cpu_sample(backend *b, int32_t *tokens, const void *logits, const sample_row *rows, int n_rows,
                             int vocab, fk_error *err)
 {
@@ -567,7 +559,6 @@ static const backend_ops cpu_ops = {
     .linear_silu_mul = cpu_linear_silu_mul,
     .linear_gelu = cpu_linear_gelu,
     .gather_rows = cpu_gather_rows,
-    .fill_ids = cpu_fill_ids,
     .prof_mark = cpu_prof_mark,
     .prof_read = cpu_prof_read,
     .inject_fault = cpu_inject_fault,

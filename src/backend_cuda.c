@@ -400,10 +400,10 @@ static fk_status launched(cudaError_t e, const char *kernel, fk_error *err)
     return e == cudaSuccess ? FK_OK : cuda_fail(err, kernel, e);
 }
 
-static fk_status cuda_embed(backend *b, void *out, const void *tok, const int32_t *ids, const void *pos,
-                            const int32_t *positions, int n, int d, fk_error *err)
+static fk_status cuda_embed(backend *b, void *out, const void *tok, const int32_t *ids, const int32_t *sampled,
+                            const void *pos, const int32_t *positions, int n, int d, fk_error *err)
 {
-    return launched(k_embed(out, tok, ids, pos, positions, n, d, cb_of(b)->stream), "embed", err);
+    return launched(k_embed(out, tok, ids, sampled, pos, positions, n, d, cb_of(b)->stream), "embed", err);
 }
 
 static fk_status cuda_add_rms_norm(backend *b, void *out, void *residual, const void *x, const void *w, int n, int d,
@@ -811,12 +811,6 @@ static fk_status cuda_gather_rows(backend *b, void *out, const void *x, const in
     return launched(k_gather_rows(out, x, rows, m, d, cb_of(b)->stream), "gather_rows", err);
 }
 
-static fk_status cuda_fill_ids(backend *b, int32_t *ids, const int32_t *dst, const int32_t *tokens,
-                               const int32_t *src, int n, fk_error *err)
-{
-    return launched(k_fill_ids(ids, dst, tokens, src, n, cb_of(b)->stream), "fill_ids", err);
-}
-
 _Static_assert(sizeof(sample_row) == sizeof(k_sample_row) && offsetof(sample_row, u) == offsetof(k_sample_row, u) &&
                    offsetof(sample_row, top_k) == offsetof(k_sample_row, top_k),
                "sample_row and k_sample_row must share a layout");
@@ -938,7 +932,6 @@ static const backend_ops cuda_ops = {
     .linear_silu_mul = cuda_linear_silu_mul,
     .linear_gelu = cuda_linear_gelu,
     .gather_rows = cuda_gather_rows,
-    .fill_ids = cuda_fill_ids,
     .capture_begin = cuda_capture_begin,
     .capture_end = cuda_capture_end,
     .graph_launch = cuda_graph_launch,

@@ -21,11 +21,9 @@ fk_status batch_builder_create(int max_tokens, int max_seqs, int max_blocks, bat
         bb->block_tables = malloc((size_t)max_seqs * max_blocks * sizeof(int32_t));
         bb->logit_rows = malloc((size_t)max_seqs * sizeof(int32_t));
         bb->logit_entry = malloc((size_t)max_seqs * sizeof(int32_t));
-        bb->fill_dst = malloc((size_t)max_seqs * sizeof(int32_t));
-        bb->fill_src = malloc((size_t)max_seqs * sizeof(int32_t));
     }
     if (!bb || !bb->ids || !bb->positions || !bb->slots || !bb->query_start || !bb->context_len ||
-        !bb->block_tables || !bb->logit_rows || !bb->logit_entry || !bb->fill_dst || !bb->fill_src) {
+        !bb->block_tables || !bb->logit_rows || !bb->logit_entry) {
         batch_builder_destroy(bb);
         return fk_error_set(err, FK_ERR_OUT_OF_MEMORY, "batch arrays for %d tokens, %d sequences: out of memory",
                             max_tokens, max_seqs);
@@ -46,8 +44,6 @@ void batch_builder_destroy(batch_builder *bb)
     free(bb->block_tables);
     free(bb->logit_rows);
     free(bb->logit_entry);
-    free(bb->fill_dst);
-    free(bb->fill_src);
     free(bb);
 }
 
@@ -56,19 +52,14 @@ const batch *batch_build(batch_builder *bb, const sched_output *out, int block_s
     int width = 1;
     for (int i = 0; i < out->n; i++)
         width = out->entries[i].req->n_blocks > width ? out->entries[i].req->n_blocks : width;
-    int t = 0, n_logits = 0, n_fill = 0;
+    int t = 0, n_logits = 0;
     bb->query_start[0] = 0;
     for (int i = 0; i < out->n; i++) {
         const request *r = out->entries[i].req;
         for (int k = 0; k < out->entries[i].n_new; k++, t++) {
             int pos = r->n_computed + k;
-            if (pos < r->n_tokens) {
-                bb->ids[t] = r->tokens[pos];
-            } else { /* the token in flight (one per sequence): the device fills it in */
-                bb->ids[t] = 0;
-                bb->fill_dst[n_fill] = t;
-                bb->fill_src[n_fill++] = r->pending_row;
-            }
+            /* The token in flight (one per sequence) is read on the device from the row it is sampled from. */
+            bb->ids[t] = pos < r->n_tokens ? r->tokens[pos] : -1 - r->pending_row;
             bb->positions[t] = pos;
             bb->slots[t] = r->blocks[pos / block_size] * block_size + pos % block_size;
         }
@@ -94,9 +85,6 @@ const batch *batch_build(batch_builder *bb, const sched_output *out, int block_s
         .context_len = bb->context_len,
         .block_tables = bb->block_tables,
         .logit_rows = bb->logit_rows,
-        .n_fill = n_fill,
-        .fill_dst = bb->fill_dst,
-        .fill_src = bb->fill_src,
     };
     return &bb->b;
 }

@@ -35,7 +35,7 @@ typedef struct forward_ws {
     int32_t *tokens;                             /* [max_logits]: the token sampled from each logits row */
     sample_row *sample_rows;                     /* [max_logits]: how to sample it */
     /* The batch's index arrays, packed into one device buffer per pass (one upload); these point into it. */
-    int32_t *ids, *positions, *slots, *query_start, *context_len, *block_tables, *logit_rows, *fill_dst, *fill_src;
+    int32_t *ids, *positions, *slots, *query_start, *context_len, *block_tables, *logit_rows;
     int32_t *index_dev;
     size_t index_cap; /* int32s */
     /* Host staging in host_alloc memory, two of each, used by turns (slot = pass parity), so that a pass's uploads
@@ -103,7 +103,8 @@ fk_status model_fetch_logits(fk_model *m, forward_ws *ws, int n_rows, float *log
 
 /* A token for each of the last forward pass's n_rows logit rows, sampled where the logits are with rows[n_rows]:
  * only the token ids cross to the host. model_sample_begin enqueues the sampling and the ids' download and returns
- * at once (the ids also stay in ws->tokens on the device, where the next pass's fill_ids finds them);
+ * at once (the ids also stay in ws->tokens on the device, where the next pass's embedding reads its placeholder ids'
+ * tokens);
  * model_sample_wait(slot = ws->slot of that pass) waits for them and points *tokens at them (valid until the pass
  * after next). Between the two the host may build and launch one more pass (the overlapped step). */
 fk_status model_sample_begin(fk_model *m, forward_ws *ws, const sample_row *rows, int n_rows, fk_error *err);

@@ -103,9 +103,8 @@ fk_status forward_ws_create(const fk_model *m, int max_tokens, int max_seqs, int
     backend *be = m->be;
     const size_t act = be->ops->act_size, T = (size_t)max_tokens;
     const size_t qkv_dim = (size_t)(c->n_heads + 2 * c->n_kv_heads) * c->head_dim;
-    /* ids, positions, slots, query_start, context_len, block_tables, logit_rows, fill_dst, fill_src */
-    const size_t index_cap = 3 * T + 2 * (size_t)max_seqs + 1 + (size_t)max_seqs * max_blocks + (size_t)max_logits +
-                             2 * (size_t)max_seqs;
+    /* ids, positions, slots, query_start, context_len, block_tables, logit_rows */
+    const size_t index_cap = 3 * T + 2 * (size_t)max_seqs + 1 + (size_t)max_seqs * max_blocks + (size_t)max_logits;
     forward_ws *ws = calloc(1, sizeof *ws);
     if (!ws)
         return fk_error_set(err, FK_ERR_OUT_OF_MEMORY, "out of memory");
@@ -254,14 +253,6 @@ static fk_status upload_batch(backend *be, forward_ws *ws, const batch *b, int w
         memcpy(host + at, b->block_tables + (size_t)s * b->max_blocks, (size_t)b->max_blocks * sizeof(int32_t));
         memset(host + at + b->max_blocks, 0, (size_t)(width - b->max_blocks) * sizeof(int32_t));
     }
-    /* Last, so that every array a decode graph reads sits where it sat when the graph was recorded. */
-    ws->fill_dst = ws->index_dev + at;
-    ws->fill_src = ws->fill_dst + b->n_fill;
-    if (b->n_fill) {
-        memcpy(host + at, b->fill_dst, (size_t)b->n_fill * sizeof(int32_t));
-        memcpy(host + at + b->n_fill, b->fill_src, (size_t)b->n_fill * sizeof(int32_t));
-        at += 2 * (size_t)b->n_fill;
-    }
     return be->ops->upload_after_pass(be, ws->index_dev, host, at * sizeof(int32_t), err);
 }
 
@@ -320,8 +311,7 @@ static float attention_scale(const model_config *c, int layer)
 static fk_status check_fits(const forward_ws *ws, const batch *b, fk_error *err)
 {
     if (b->n_tokens < 1 || b->n_tokens > ws->max_tokens || b->n_seqs < 1 || b->n_seqs > ws->max_seqs ||
-        b->max_blocks > ws->max_blocks || b->n_logits < 0 || b->n_logits > ws->max_logits || b->n_fill < 0 ||
-        b->n_fill > b->n_seqs)
+        b->max_blocks > ws->max_blocks || b->n_logits < 0 || b->n_logits > ws->max_logits)
         return fk_error_set(err, FK_ERR_INVALID_ARGUMENT,
                             "batch of %d tokens, %d seqs, %d blocks, %d logits exceeds the workspace (%d, %d, %d, %d)",
                             b->n_tokens, b->n_seqs, b->max_blocks, b->n_logits, ws->max_tokens, ws->max_seqs,
@@ -437,8 +427,8 @@ static fk_status embed(fk_model *m, forward_ws *ws, int n, fk_error *err)
     const model_weights *w = &m->w;
     fk_status s = mark(m, ws, FK_OP_OTHER, err);
     return s ? s
-             : m->be->ops->embed(m->be, ws->residual, w->tok_embed, ws->ids, w->pos_embed, ws->positions, n,
-                                 m->cfg.hidden_size, err);
+             : m->be->ops->embed(m->be, ws->residual, w->tok_embed, ws->ids, ws->tokens, w->pos_embed,
+                                 ws->positions, n, m->cfg.hidden_size, err);
 }
 
 /* The ops of one pass, on the batch ws points at; in profiling mode each is preceded by a mark of its class. */
@@ -627,9 +617,7 @@ static batch padded_decode(forward_ws *ws, const batch *b, int seqs)
     memcpy(a.logit_rows, b->logit_rows, real);
     memcpy(a.tables, b->block_tables, real * b->max_blocks);
     add_padding(&a, b->n_seqs, seqs, b->max_blocks);
-    batch p = padded_batch(&a, seqs, b->max_blocks);
-    p.n_fill = b->n_fill, p.fill_dst = b->fill_dst, p.fill_src = b->fill_src;
-    return p;
+    return padded_batch(&a, seqs, b->max_blocks);
 }
 
 /* The piece bucket of a pass with prefill chunks of n tokens, and its padded token count; -1 when it has none
@@ -694,11 +682,6 @@ fk_status model_forward(fk_model *m, forward_ws *ws, const kv_cache *kv, const b
     if ((s = m->be->ops->fetch_wait(m->be, ws->slot, err)) || (s = upload_batch(m->be, ws, b, width, padded, err)) ||
         (s = m->be->ops->fetch_begin(m->be, NULL, NULL, 0, ws->slot, err)))
         return s;
-    if (b->n_fill) {
-        ws->launches++;
-        if ((s = m->be->ops->fill_ids(m->be, ws->ids, ws->fill_dst, ws->tokens, ws->fill_src, b->n_fill, err)))
-            return pass_end(m, s, err);
-    }
     const attn_batch ab = {.n_tokens = b->n_tokens,
                            .n_seqs = b->n_seqs,
                            .query_start = ws->query_start,

@@ -31,7 +31,8 @@ typedef struct request {
     int preemptions;
     double t_arrival, t_scheduled, t_first_token; /* monotonic seconds */
     /* Overlapped steps (engine.c): the step in flight may have sampled this request's next token, which the host
-     * does not know yet; the next step computes it all the same, from a placeholder the device fills in. */
+     * does not know yet; the next step computes it all the same, from a placeholder id whose token the device reads
+     * where the sampling left it (batch.h). */
     int pending_row;       /* >= 0: that token is logits row pending_row of step last_step; -1: none */
     uint64_t last_step;    /* the last step that computed any of its tokens (0: none yet); a step that computes
                             * the pending token samples the next one, so the pending row is always that step's */

@@ -526,16 +526,20 @@ static void test_elementwise(void **state)
     const int n = 9, d = 96, vocab = 300, n_pos = 64;
     float *want = calloc((size_t)n * d, 4), *got;
     float *tok = rand_f16((size_t)vocab * d, -1, 1), *pos = rand_f16((size_t)n_pos * d, -1, 1);
-    int32_t ids[9], positions[9], rows[4] = {8, 0, 3, 3};
+    int32_t ids[9], in_ids[9], sampled[12], positions[9], rows[4] = {8, 0, 3, 3};
     for (int i = 0; i < n; i++)
         ids[i] = (int32_t)tu_below(&rng, vocab), positions[i] = (int32_t)tu_below(&rng, n_pos);
-    void *dtok, *dpos, *dids = ints_to_gpu(ids, n), *dposi = ints_to_gpu(positions, n), *drows = ints_to_gpu(rows, 4);
+    tu_placeholder_ids(&rng, ids, n, in_ids, sampled, 12, vocab); /* some tokens the last pass sampled */
+    void *dtok, *dpos, *dids = ints_to_gpu(in_ids, n), *dsampled = ints_to_gpu(sampled, 12);
+    void *dposi = ints_to_gpu(positions, n), *drows = ints_to_gpu(rows, 4);
     assert_int_equal(gpu->ops->upload_weight(gpu, tok, vocab, d, &dtok, NULL), FK_OK);
     assert_int_equal(gpu->ops->upload_weight(gpu, pos, n_pos, d, &dpos, NULL), FK_OK);
     for (int with_pos = 0; with_pos < 2; with_pos++) {
         void *demb = poisoned((size_t)n * d), *dg = poisoned(4 * (size_t)d);
-        assert_int_equal(cpu->ops->embed(cpu, want, tok, ids, with_pos ? pos : NULL, positions, n, d, NULL), FK_OK);
-        assert_int_equal(gpu->ops->embed(gpu, demb, dtok, dids, with_pos ? dpos : NULL, dposi, n, d, NULL), FK_OK);
+        assert_int_equal(cpu->ops->embed(cpu, want, tok, ids, NULL, with_pos ? pos : NULL, positions, n, d, NULL),
+                         FK_OK);
+        assert_int_equal(
+            gpu->ops->embed(gpu, demb, dtok, dids, dsampled, with_pos ? dpos : NULL, dposi, n, d, NULL), FK_OK);
         got = from_gpu(demb, (size_t)n * d);
         compare("embed", got, want, (size_t)n * d, 1e-3, 1e-3);
         float gathered[4 * 96];
@@ -548,13 +552,14 @@ static void test_elementwise(void **state)
         gpu->ops->release(gpu, demb), gpu->ops->release(gpu, dg);
     }
     free(want), free(tok), free(pos);
-    void *all[] = {dtok, dpos, dids, dposi, drows};
-    for (int i = 0; i < 5; i++)
+    void *all[] = {dtok, dpos, dids, dsampled, dposi, drows};
+    for (int i = 0; i < 6; i++)
         gpu->ops->release(gpu, all[i]);
 }
 
 /* embed at widths that take each path: element by element (100: not whole 16-byte pieces), one batch of pieces per
- * thread (2,048), several batches with a partial last one (6,152: 769 pieces), with and without learned positions. */
+ * thread (2,048), several batches with a partial last one (6,152: 769 pieces), with and without learned positions;
+ * some ids placeholders for sampled tokens. */
 static void test_embed_widths(void **state)
 {
     (void)state;
@@ -563,24 +568,28 @@ static void test_embed_widths(void **state)
         const int d = widths[wi];
         float *tok = rand_f16((size_t)vocab * d, -1, 1), *pos = rand_f16((size_t)n_pos * d, -1, 1);
         float *want = malloc((size_t)n * d * sizeof *want), *got;
-        int32_t ids[5], positions[5];
+        int32_t ids[5], in_ids[5], sampled[5], positions[5];
         for (int i = 0; i < n; i++)
             ids[i] = (int32_t)tu_below(&rng, vocab), positions[i] = (int32_t)tu_below(&rng, n_pos);
-        void *dtok, *dpos, *dids = ints_to_gpu(ids, n), *dposi = ints_to_gpu(positions, n);
+        tu_placeholder_ids(&rng, ids, n, in_ids, sampled, 5, vocab);
+        void *dtok, *dpos, *dids = ints_to_gpu(in_ids, n), *dsampled = ints_to_gpu(sampled, 5);
+        void *dposi = ints_to_gpu(positions, n);
         assert_int_equal(gpu->ops->upload_weight(gpu, tok, vocab, d, &dtok, NULL), FK_OK);
         assert_int_equal(gpu->ops->upload_weight(gpu, pos, n_pos, d, &dpos, NULL), FK_OK);
         for (int with_pos = 0; with_pos < 2; with_pos++) {
             void *demb = poisoned((size_t)n * d);
-            assert_int_equal(cpu->ops->embed(cpu, want, tok, ids, with_pos ? pos : NULL, positions, n, d, NULL), FK_OK);
-            assert_int_equal(gpu->ops->embed(gpu, demb, dtok, dids, with_pos ? dpos : NULL, dposi, n, d, NULL), FK_OK);
+            assert_int_equal(
+                cpu->ops->embed(cpu, want, tok, ids, NULL, with_pos ? pos : NULL, positions, n, d, NULL), FK_OK);
+            assert_int_equal(
+                gpu->ops->embed(gpu, demb, dtok, dids, dsampled, with_pos ? dpos : NULL, dposi, n, d, NULL), FK_OK);
             got = from_gpu(demb, (size_t)n * d);
             compare("embed", got, want, (size_t)n * d, 1e-3, 1e-3);
             free(got);
             gpu->ops->release(gpu, demb);
         }
         free(tok), free(pos), free(want);
-        void *all[] = {dtok, dpos, dids, dposi};
-        for (int i = 0; i < 4; i++)
+        void *all[] = {dtok, dpos, dids, dsampled, dposi};
+        for (int i = 0; i < 5; i++)
             gpu->ops->release(gpu, all[i]);
     }
 }

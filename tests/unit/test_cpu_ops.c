@@ -142,15 +142,17 @@ static void test_activations_embed_gather(void **state)
 
     float *tok = random_floats((size_t)vocab * d, -1, 1), *pos = random_floats((size_t)n_pos * d, -1, 1);
     float *emb = random_floats((size_t)n * d, 1e30f, 1e30f);
-    int32_t ids[7], positions[7], rows[3] = {6, 0, 3};
+    int32_t ids[7], in_ids[7], sampled[9], positions[7], rows[3] = {6, 0, 3};
     for (int i = 0; i < n; i++)
         ids[i] = (int32_t)tu_below(&rng, vocab), positions[i] = (int32_t)tu_below(&rng, n_pos);
+    tu_placeholder_ids(&rng, ids, n, in_ids, sampled, 9, vocab); /* some tokens the last pass sampled */
     for (int with_pos = 0; with_pos < 2; with_pos++) {
         for (int i = 0; i < n; i++)
             for (int j = 0; j < d; j++)
                 want[(size_t)i * d + j] =
                     (double)tok[(size_t)ids[i] * d + j] + (with_pos ? pos[(size_t)positions[i] * d + j] : 0);
-        assert_int_equal(be->ops->embed(be, emb, tok, ids, with_pos ? pos : NULL, positions, n, d, NULL), FK_OK);
+        assert_int_equal(be->ops->embed(be, emb, tok, in_ids, sampled, with_pos ? pos : NULL, positions, n, d, NULL),
+                         FK_OK);
         assert_close(emb, want, (size_t)n * d, 1e-7, 1e-6, "embed");
     }
     float gathered[3 * 13];

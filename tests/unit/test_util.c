@@ -150,6 +150,27 @@ uint32_t tu_below(uint64_t *state, uint32_t n)
     return (uint32_t)((next(state) >> 32) % n);
 }
 
+void tu_placeholder_ids(uint64_t *state, const int32_t *want, int n, int32_t *ids, int32_t *sampled, int n_sampled,
+                        int vocab)
+{
+    bool *used = calloc((size_t)n_sampled, sizeof *used);
+    if (!used)
+        abort();
+    for (int r = 0; r < n_sampled; r++)
+        sampled[r] = (int32_t)tu_below(state, (uint32_t)vocab);
+    for (int i = 0; i < n; i++) {
+        ids[i] = want[i];
+        if (tu_below(state, 2))
+            continue;
+        int r = (int)tu_below(state, (uint32_t)n_sampled);
+        while (used[r]) /* n_sampled >= n: a free row exists */
+            r = (r + 1) % n_sampled;
+        used[r] = true;
+        sampled[r] = want[i], ids[i] = -1 - r;
+    }
+    free(used);
+}
+
 void tu_write_raw_safetensors(const char *path, uint64_t header_len, const char *header, const void *data,
                               size_t data_len)
 {

@@ -26,6 +26,10 @@ uint64_t tu_seed(void);
 /* xorshift-based uniform floats in [lo, hi) and ints in [0, n). */
 float tu_uniform(uint64_t *state, float lo, float hi);
 uint32_t tu_below(uint64_t *state, uint32_t n);
+/* An embedding's input ids[n] for the ids want[n], about half of them placeholders: -1 - r, with sampled[r] =
+ * want[i] (r random, distinct, < n_sampled >= n; the other sampled entries random below vocab). */
+void tu_placeholder_ids(uint64_t *state, const int32_t *want, int n, int32_t *ids, int32_t *sampled, int n_sampled,
+                        int vocab);
 
 /* One tensor to write: data holds nbytes already in the dtype's encoding. */
 typedef struct tu_tensor {
