@@ -170,6 +170,14 @@ __device__ __forceinline__ cache_blocks cache_blocks_of(int block_size)
     return {block_size, (block_size & (block_size - 1)) == 0 ? __ffs(block_size) - 1 : -1};
 }
 
+// Row i's token of a pass's input ids: ids[i], or for a placeholder (ids[i] < 0, a token the previous pass sampled
+// that the host does not know yet) sampled[-1 - ids[i]]. Read after the PDL wait: the sampling is the kernel before.
+__device__ __forceinline__ int32_t token_of(const int32_t *ids, const int32_t *sampled, int i)
+{
+    const int32_t id = ids[i];
+    return id < 0 ? sampled[-1 - id] : id;
+}
+
 // gelu_new / gelu_tanh(a) = 0.5 a (1 + tanh(sqrt(2/pi) (a + 0.044715 a^3))), fp32.
 __device__ __forceinline__ float gelu_tanh(float a)
 {

@@ -18,8 +18,7 @@ __global__ void embed_kernel(__half *__restrict__ out, const __half *__restrict_
     pdl_wait();
     pdl_launch_dependents();
     const int i = blockIdx.x;
-    const int32_t id = ids[i];
-    const __half *t = tok + (size_t)(id < 0 ? sampled[-1 - id] : id) * d;
+    const __half *t = tok + (size_t)token_of(ids, sampled, i) * d;
     const __half *p = pos ? pos + (size_t)positions[i] * d : nullptr;
     __half *o = out + (size_t)i * d;
     if (!vec) {

@@ -23,6 +23,11 @@ cudaError_t k_embed(void *out, const void *tok, const int32_t *ids, const int32_
 cudaError_t k_add_rms_norm(void *out, void *residual, const void *x, const void *w, int n, int d, float eps,
                            cudaStream_t stream);
 
+/* residual[n][d] = tok[id_i] (ids and sampled as in k_embed); out = RMSNorm(residual) * w: a pass's embedding and
+ * its first norm in one kernel. */
+cudaError_t k_embed_rms_norm(void *out, void *residual, const void *tok, const int32_t *ids, const int32_t *sampled,
+                             const void *w, int n, int d, float eps, cudaStream_t stream);
+
 /* residual[n][d] += x (if x); out = LayerNorm(residual) * w + bias. */
 cudaError_t k_add_layer_norm(void *out, void *residual, const void *x, const void *w, const void *bias, int n, int d,
                              float eps, cudaStream_t stream);
@@ -148,10 +153,10 @@ cudaError_t k_dequant(void *out, const void *data, const void *scales, int forma
 /* Programmatic dependent launch: enables it (when `enable` and the device and the compiled kernels support it:
  * sm_90+) for every later launch of our kernels; *enabled tells whether it is on. */
 cudaError_t k_pdl_configure(int enable, int *enabled);
-/* This thread's launches of k_linear_small, k_linear_quant and k_add_rms_norm from now on release the next kernel
- * before their PDL wait (early != 0) or after it (0, the default). The next kernel may then be resident while the
- * kernel before this one still runs: only where it reads nothing before its own wait that is not complete by then
- * (weights, the step's indices, earlier passes' KV; common.cuh). */
+/* This thread's launches of k_linear_small, k_linear_quant, k_add_rms_norm and k_embed_rms_norm from now on release
+ * the next kernel before their PDL wait (early != 0) or after it (0, the default). The next kernel may then be
+ * resident while the kernel before this one still runs: only where it reads nothing before its own wait that is not
+ * complete by then (weights, the step's indices, earlier passes' KV; common.cuh). */
 void k_pdl_release_early(int early);
 
 /* trace.cu, a diagnostic: in a build with -DFK_TRACE, block 0 of every kernel launched after k_trace_start stamps

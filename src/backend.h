@@ -124,6 +124,11 @@ typedef struct backend_ops {
     fk_status (*add_rms_norm)(backend *b, void *out, void *residual, const void *x, const void *w, int n, int d,
                               float eps, fk_error *err);
 
+    /* residual[n][d] = tok[id_i] (ids and sampled as in embed); out = RMSNorm(residual) * w: a pass's embedding with
+     * its first layer's norm (the CUDA backend runs them as one kernel). */
+    fk_status (*embed_rms_norm)(backend *b, void *out, void *residual, const void *tok, const int32_t *ids,
+                                const int32_t *sampled, const void *w, int n, int d, float eps, fk_error *err);
+
     /* residual[n][d] += x (when x is not NULL); out = LayerNorm(residual) * w + bias. */
     fk_status (*add_layer_norm)(backend *b, void *out, void *residual, const void *x, const void *w,
                                 const void *bias, int n, int d, float eps, fk_error *err);

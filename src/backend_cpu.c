@@ -155,6 +155,13 @@ static fk_status cpu_add_rms_norm(backend *b, void *out, void *residual, const v
     return FK_OK;
 }
 
+static fk_status cpu_embed_rms_norm(backend *b, void *out, void *residual, const void *tok, const int32_t *ids,
+                                    const int32_t *sampled, const void *w, int n, int d, float eps, fk_error *err)
+{
+    fk_status s = cpu_embed(b, residual, tok, ids, sampled, NULL, NULL, n, d, err);
+    return s ? s : cpu_add_rms_norm(b, out, residual, NULL, w, n, d, eps, err);
+}
+
 static fk_status cpu_add_layer_norm(backend *b, void *out, void *residual, const void *x, const void *w,
                                     const void *bias, int n, int d, float eps, fk_error *err)
 {
@@ -550,6 +557,7 @@ static const backend_ops cpu_ops = {
     .upload_linear = cpu_upload_linear,
     .embed = cpu_embed,
     .add_rms_norm = cpu_add_rms_norm,
+    .embed_rms_norm = cpu_embed_rms_norm,
     .add_layer_norm = cpu_add_layer_norm,
     .linear = cpu_linear,
     .rope_store_kv = cpu_rope_store_kv,

@@ -412,6 +412,13 @@ static fk_status cuda_add_rms_norm(backend *b, void *out, void *residual, const 
     return launched(k_add_rms_norm(out, residual, x, w, n, d, eps, cb_of(b)->stream), "add_rms_norm", err);
 }
 
+static fk_status cuda_embed_rms_norm(backend *b, void *out, void *residual, const void *tok, const int32_t *ids,
+                                     const int32_t *sampled, const void *w, int n, int d, float eps, fk_error *err)
+{
+    return launched(k_embed_rms_norm(out, residual, tok, ids, sampled, w, n, d, eps, cb_of(b)->stream),
+                    "embed_rms_norm", err);
+}
+
 static fk_status cuda_add_layer_norm(backend *b, void *out, void *residual, const void *x, const void *w,
                                      const void *bias, int n, int d, float eps, fk_error *err)
 {
@@ -923,6 +930,7 @@ static const backend_ops cuda_ops = {
     .upload_linear = cuda_upload_linear,
     .embed = cuda_embed,
     .add_rms_norm = cuda_add_rms_norm,
+    .embed_rms_norm = cuda_embed_rms_norm,
     .add_layer_norm = cuda_add_layer_norm,
     .linear = cuda_linear,
     .rope_store_kv = cuda_rope_store_kv,

@@ -330,8 +330,16 @@ static bool all_rows_in_order(const batch *b)
     return true;
 }
 
-/* Layer i up to its attention, on n tokens: residual += sublayer_out (if any), normed = norm1(residual), qkv, and
- * unless the attention does them (`rope` false), RoPE and the KV store. */
+/* Whether a pass's embedding and layer 0's norm1 are one op (embed_rms_norm): models with RMSNorm, no learned
+ * positions and a layer. Then the CUDA backend's decode step starts with one kernel, not two. */
+static bool embed_takes_norm1(const fk_model *m)
+{
+    return m->cfg.arch != ARCH_GPT2 && !m->w.pos_embed && m->cfg.n_layers > 0;
+}
+
+/* Layer i up to its attention, on n tokens: residual += sublayer_out (if any), normed = norm1(residual) (for layer 0
+ * done by the embedding where embed_takes_norm1), qkv, and unless the attention does them (`rope` false), RoPE and
+ * the KV store. */
 static fk_status layer_in(fk_model *m, forward_ws *ws, const kv_cache *kv, int i, int n, const void *sublayer_out,
                           bool rope, fk_error *err)
 {
@@ -339,10 +347,12 @@ static fk_status layer_in(fk_model *m, forward_ws *ws, const kv_cache *kv, int i
     const model_config *c = &m->cfg;
     const layer_weights *l = &m->w.layers[i];
     const int qkv_dim = (c->n_heads + 2 * c->n_kv_heads) * c->head_dim;
-    fk_status s;
-    release_early(m, ws, n, EARLY_NORM1, true);
-    s = add_norm(m, ws, ws->normed, ws->residual, sublayer_out, l->norm1_w, l->norm1_b, n, err);
-    release_early(m, ws, n, EARLY_NORM1, false);
+    fk_status s = FK_OK;
+    if (i > 0 || !embed_takes_norm1(m)) {
+        release_early(m, ws, n, EARLY_NORM1, true);
+        s = add_norm(m, ws, ws->normed, ws->residual, sublayer_out, l->norm1_w, l->norm1_b, n, err);
+        release_early(m, ws, n, EARLY_NORM1, false);
+    }
     if (s || (s = mark(m, ws, FK_OP_LINEAR, err)))
         return fk_error_prefix(err, s, "layer %d: ", i);
     release_early(m, ws, n, EARLY_QKV, true);
@@ -422,13 +432,26 @@ static fk_status lm_head(fk_model *m, forward_ws *ws, const batch *b, fk_error *
     return FK_OK;
 }
 
+/* residual = the n tokens' embeddings; where embed_takes_norm1, normed = layer 0's norm1(residual) too, in the same
+ * op (counted as a norm). Placeholder ids read their tokens from ws->tokens (batch.h). */
 static fk_status embed(fk_model *m, forward_ws *ws, int n, fk_error *err)
 {
     const model_weights *w = &m->w;
-    fk_status s = mark(m, ws, FK_OP_OTHER, err);
-    return s ? s
-             : m->be->ops->embed(m->be, ws->residual, w->tok_embed, ws->ids, ws->tokens, w->pos_embed,
-                                 ws->positions, n, m->cfg.hidden_size, err);
+    backend *be = m->be;
+    const int d = m->cfg.hidden_size;
+    fk_status s;
+    if (!embed_takes_norm1(m)) {
+        if ((s = mark(m, ws, FK_OP_OTHER, err)))
+            return s;
+        return be->ops->embed(be, ws->residual, w->tok_embed, ws->ids, ws->tokens, w->pos_embed, ws->positions, n, d,
+                              err);
+    }
+    release_early(m, ws, n, EARLY_NORM1, true);
+    if (!(s = mark(m, ws, FK_OP_NORM, err)))
+        s = be->ops->embed_rms_norm(be, ws->normed, ws->residual, w->tok_embed, ws->ids, ws->tokens,
+                                    w->layers[0].norm1_w, n, d, m->cfg.norm_eps, err);
+    release_early(m, ws, n, EARLY_NORM1, false);
+    return s;
 }
 
 /* The ops of one pass, on the batch ws points at; in profiling mode each is preceded by a mark of its class. */

@@ -594,6 +594,38 @@ static void test_embed_widths(void **state)
     }
 }
 
+/* embed_rms_norm (a pass's embedding with layer 0's norm1, one kernel) against the CPU's embed then add_rms_norm on
+ * the true ids; some ids are placeholders for sampled tokens. Widths of the one-kernel path (128, 2,048, 6,152) and
+ * of the two-kernel fallback (100: not whole 16-byte pieces; 32,776: more than the vector kernel holds). */
+static void test_embed_rms_norm(void **state)
+{
+    (void)state;
+    const int shapes[][2] = {{1, 2048}, {9, 128}, {3, 6152}, {5, 100}, {2, 32776}}, vocab = 37;
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+        const int n = shapes[k][0], d = shapes[k][1];
+        float *tok = rand_f16((size_t)vocab * d, -2, 2), *w = rand_f16(d, 0.5f, 1.5f);
+        float *res = malloc((size_t)n * d * sizeof *res), *want = malloc((size_t)n * d * sizeof *want);
+        int32_t ids[9], in_ids[9], sampled[11];
+        for (int i = 0; i < n; i++)
+            ids[i] = (int32_t)tu_below(&rng, vocab);
+        tu_placeholder_ids(&rng, ids, n, in_ids, sampled, 11, vocab);
+        void *dtok, *dw, *dids = ints_to_gpu(in_ids, n), *dsampled = ints_to_gpu(sampled, 11);
+        assert_int_equal(gpu->ops->upload_weight(gpu, tok, vocab, d, &dtok, NULL), FK_OK);
+        assert_int_equal(gpu->ops->upload_weight(gpu, w, 1, d, &dw, NULL), FK_OK);
+        void *dres = poisoned((size_t)n * d), *dout = poisoned((size_t)n * d);
+        assert_int_equal(cpu->ops->embed(cpu, res, tok, ids, NULL, NULL, NULL, n, d, NULL), FK_OK);
+        assert_int_equal(cpu->ops->add_rms_norm(cpu, want, res, NULL, w, n, d, 1e-5f, NULL), FK_OK);
+        assert_int_equal(gpu->ops->embed_rms_norm(gpu, dout, dres, dtok, dids, dsampled, dw, n, d, 1e-5f, NULL), FK_OK);
+        float *got = from_gpu(dout, (size_t)n * d), *got_res = from_gpu(dres, (size_t)n * d);
+        compare("embed_rms_norm residual", got_res, res, (size_t)n * d, 0, 0);
+        compare("embed_rms_norm", got, want, (size_t)n * d, 2e-3, 2e-3);
+        free(tok), free(w), free(res), free(want), free(got), free(got_res);
+        void *all[] = {dtok, dw, dids, dsampled, dres, dout};
+        for (int i = 0; i < 6; i++)
+            gpu->ops->release(gpu, all[i]);
+    }
+}
+
 /* Sampling where the logits are: the CUDA sample op against the CPU's (sampler_pick) on random rows and values.
  * Greedy rows must agree exactly; a sampled row may differ only when float sums taken in another order put u on
  * the other side of a boundary, so at most 1% may. Both must pick a token the rule keeps. */
@@ -972,6 +1004,7 @@ int main(void)
         cmocka_unit_test(test_quant_linear_gelu), cmocka_unit_test(test_quant_linear_silu_mul),
         cmocka_unit_test(test_norms),
         cmocka_unit_test(test_elementwise),     cmocka_unit_test(test_embed_widths),
+        cmocka_unit_test(test_embed_rms_norm),
         cmocka_unit_test(test_sample),
         cmocka_unit_test(test_attention_prefill), cmocka_unit_test(test_attention_decode),
         cmocka_unit_test(test_attention_decode_fragments),

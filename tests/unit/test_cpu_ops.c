@@ -155,6 +155,22 @@ static void test_activations_embed_gather(void **state)
                          FK_OK);
         assert_close(emb, want, (size_t)n * d, 1e-7, 1e-6, "embed");
     }
+    /* embed_rms_norm: the embedding rows (no positions) and their RMSNorm */
+    float *nw = random_floats(d, 0.5f, 1.5f), *normed = random_floats((size_t)n * d, 1e30f, 1e30f);
+    double *want_norm = malloc((size_t)n * d * sizeof *want_norm);
+    for (int i = 0; i < n; i++) {
+        double ms = 0;
+        for (int j = 0; j < d; j++)
+            ms += (double)tok[(size_t)ids[i] * d + j] * tok[(size_t)ids[i] * d + j] / d;
+        for (int j = 0; j < d; j++) {
+            want[(size_t)i * d + j] = tok[(size_t)ids[i] * d + j];
+            want_norm[(size_t)i * d + j] = tok[(size_t)ids[i] * d + j] / sqrt(ms + 1e-5) * nw[j];
+        }
+    }
+    assert_int_equal(be->ops->embed_rms_norm(be, normed, emb, tok, in_ids, sampled, nw, n, d, 1e-5f, NULL), FK_OK);
+    assert_close(emb, want, (size_t)n * d, 0, 0, "embed_rms_norm residual");
+    assert_close(normed, want_norm, (size_t)n * d, 1e-5, 1e-5, "embed_rms_norm");
+    free(nw), free(normed), free(want_norm);
     float gathered[3 * 13];
     assert_int_equal(be->ops->gather_rows(be, gathered, emb, rows, 3, d, NULL), FK_OK);
     for (int i = 0; i < 3; i++)
