@@ -487,7 +487,8 @@ static void bench_embed(bench &b)
             const __half *pos_table = pos ? buf.halves((size_t)1024 * m->d) : nullptr;
             const int32_t *positions = pos ? buf.ints(n, 1024) : nullptr;
             __half *out = buf.empty<__half>((size_t)n * m->d);
-            b.run(r, buf.bytes, [&] { return k_embed(out, tok, ids, nullptr, pos_table, positions, n, m->d, b.stream); });
+            b.run(r, buf.bytes,
+                  [&] { return k_embed(out, tok, ids, nullptr, pos_table, positions, n, m->d, b.stream); });
         }
 }
 

@@ -615,7 +615,8 @@ static void test_embed_rms_norm(void **state)
         void *dres = poisoned((size_t)n * d), *dout = poisoned((size_t)n * d);
         assert_int_equal(cpu->ops->embed(cpu, res, tok, ids, NULL, NULL, NULL, n, d, NULL), FK_OK);
         assert_int_equal(cpu->ops->add_rms_norm(cpu, want, res, NULL, w, n, d, 1e-5f, NULL), FK_OK);
-        assert_int_equal(gpu->ops->embed_rms_norm(gpu, dout, dres, dtok, dids, dsampled, dw, n, d, 1e-5f, NULL), FK_OK);
+        assert_int_equal(gpu->ops->embed_rms_norm(gpu, dout, dres, dtok, dids, dsampled, dw, n, d, 1e-5f, NULL),
+                         FK_OK);
         float *got = from_gpu(dout, (size_t)n * d), *got_res = from_gpu(dres, (size_t)n * d);
         compare("embed_rms_norm residual", got_res, res, (size_t)n * d, 0, 0);
         compare("embed_rms_norm", got, want, (size_t)n * d, 2e-3, 2e-3);

@@ -395,7 +395,8 @@ static void test_reference_greedy_through_engine(void **state)
         }
         /* Per step with prefill chunks, eagerly: the embedding, ~8 ops per layer, the head, sampling. Replayed: a
          * graph between attentions (layers + 1), the attentions, at most gather, head and sampling: 7 of 19 (Llama:
-         * the embedding with the first norm) or 20 for these 2-layer models; the 700-token prompt's step is above the largest bucket and runs every op. */
+         * the embedding with the first norm) or 20 for these 2-layer models; the 700-token prompt's step is above the
+         * largest bucket and runs every op. */
         const int layers = fk_model_get_info(m).n_layers;
         printf("%s: launches per step with prefill chunks: %.1f with graphs, %.1f without\n", fixtures[f],
                per_step[1], per_step[0]);
