@@ -134,6 +134,17 @@ cudaError_t k_linear_quant(void *y, const void *x, const void *data, const void 
                            cudaStream_t stream);
 int k_linear_quant_splits(int format, int m, int k, int n, int epilogue, int n_sms);
 
+/* The same linear at one token tile (m <= 8) with each block's slice of W (16 rows, all of k) copied into shared
+ * memory before its PDL wait (linear_quant_resident.cu): formats, layouts and alignment as for k_linear_quant, INT8
+ * k % 64 == 0; epilogues K_LINEAR_PLAIN and K_LINEAR_GELU; no split-K, so no partials. k_linear_quant_resident_fits
+ * says whether a shape fits (at most one block of 16 rows an SM, within 200 KB of shared memory);
+ * k_linear_quant_resident_available whether the device and the build run it (compute capability 9.0+, kernels
+ * compiled for sm_90+, not a compute_75 PTX build). */
+cudaError_t k_linear_quant_resident_available(int *available);
+int k_linear_quant_resident_fits(int format, int m, int k, int n, int epilogue, int n_sms);
+cudaError_t k_linear_quant_resident(void *y, const void *x, const void *data, const void *scales, const void *bias,
+                                    int format, int m, int k, int n, int epilogue, cudaStream_t stream);
+
 /* The same linear for more tokens (any m): a tiled tensor-core kernel that dequantizes W in its main loop; formats,
  * layouts, alignment and k as for k_linear_quant; epilogues K_LINEAR_PLAIN and K_LINEAR_GELU. rows (64 or 128) is
  * the block's tile of W (k_linear_quant_mma_rows chooses); splits > 1 splits k across blocks

@@ -53,6 +53,12 @@ __device__ __forceinline__ void mbarrier_init(uint32_t bar, int count)
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
 }
 
+// After mbarrier_init, before the barrier is used by other threads or by bulk copies (the async proxy).
+__device__ __forceinline__ void fence_mbarrier_init()
+{
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+
 __device__ __forceinline__ void mbarrier_arrive(uint32_t bar)
 {
     asm volatile("mbarrier.arrive.release.cta.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
@@ -182,6 +188,15 @@ __device__ __forceinline__ void wgmma_wait_all(float (&d)[32])
 __device__ __forceinline__ void mbarrier_arrive_expect_tx(uint32_t bar, uint32_t bytes)
 {
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+
+// A bulk copy (sm_90, no tensor map): `bytes` (a multiple of 16) from global `src` to shared `dst`, both 16-byte
+// aligned, completing as transaction bytes on `bar`.
+__device__ __forceinline__ void bulk_copy_to_shared(uint32_t dst, const void *src, uint32_t bytes, uint32_t bar)
+{
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
+                 "l"(src), "r"(bytes), "r"(bar)
+                 : "memory");
 }
 
 // L2 policies for TMA loads: data read once (weights) goes first, data read by many blocks stays.

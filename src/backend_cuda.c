@@ -44,6 +44,8 @@ typedef struct cuda_backend {
     int quant_mma_max_m[2]; /* more tokens, up to this many: k_linear_quant_mma; INT8, INT4 (FK_QUANT_MMA_MAX_M
                              * sets both) */
     int quant_mma_rows;     /* its blocks' rows of W: 0 lets the kernel choose, 64 or 128 (FK_QUANT_MMA_ROWS) */
+    int quant_resident;     /* the quantized linears k_linear_quant_resident takes where it fits: 0 none, 1 INT4 at
+                             * one token, 2 every format at one token tile (FK_QUANT_RESIDENT) */
     int decode_kernel;      /* k_attn_args.decode_kernel (FK_DECODE_FRAGMENTS) */
     int decode_slices;      /* k_attn_args.decode_slices (FK_DECODE_SLICES) */
     void *dequant;         /* larger batches: a quantized weight dequantized to fp16 here, for cuBLAS */
@@ -545,10 +547,23 @@ static bool quant_small(const cuda_backend *cb, int n, int in, const void *x)
     return n <= cb->quant_small_max_m && in % 16 == 0 && (uintptr_t)x % 16 == 0;
 }
 
-/* k_linear_quant in passes of up to 16 tokens (each pass reads the packed weights once). */
+/* Whether k_linear_quant_resident takes this one (where k_linear_quant would): by default INT4 at one token, where
+ * bench-1b's batch-1 decode measured +2.5 % with it (its o and down projections); INT8 there lost 9 %, and 4 or 8
+ * tokens lost 5-7 % in both formats (BENCHMARKS.md, twenty-second session). */
+static bool resident_linear(const cuda_backend *cb, const qweight *w, int n, int in, int out, int epilogue)
+{
+    const bool takes = cb->quant_resident == 2 || (cb->quant_resident == 1 && w->format == FK_QUANT_INT4 && n == 1);
+    return takes && k_linear_quant_resident_fits(w->format, n, in, out, epilogue, cb->n_sms);
+}
+
+/* k_linear_quant in passes of up to 16 tokens (each pass reads the packed weights once), or the resident kernel. */
 static fk_status run_quant_small(cuda_backend *cb, void *y, const void *x, const qweight *w, const void *bias, int n,
                                  int in, int out, int epilogue, fk_error *err)
 {
+    if (resident_linear(cb, w, n, in, out, epilogue))
+        return launched(k_linear_quant_resident(y, x, w->data, w->scales, bias, w->format, n, in, out, epilogue,
+                                                cb->stream),
+                        "linear_quant_resident", err);
     for (int t0 = 0; t0 < n; t0 += K_LINEAR_QUANT_MAX_M) {
         const int m = n - t0 < K_LINEAR_QUANT_MAX_M ? n - t0 : K_LINEAR_QUANT_MAX_M;
         const int splits = k_linear_quant_splits(w->format, m, in, out, epilogue, cb->n_sms);
@@ -977,7 +992,8 @@ static fk_status gelu_epilogue_choice(bool *by_cublaslt, fk_error *err)
  * sends every one to the next path), FK_QUANT_MMA_MAX_M (0..1048576, default QUANT_MMA_MAX_M_INT8 / _INT4: quantized
  * linears of more tokens, up to this many, run k_linear_quant_mma; above, and everywhere when both are 0, W is
  * dequantized for cuBLAS), FK_QUANT_MMA_ROWS (0, 64 or 128: that kernel's rows of W per block; 0, the default, lets
- * k_linear_quant_mma_rows choose),
+ * k_linear_quant_mma_rows choose), FK_QUANT_RESIDENT (0 keeps one-token quantized linears on k_linear_quant; 1, the
+ * default, sends INT4 ones at one token to k_linear_quant_resident where it fits; 2 every one of up to 8 tokens),
  * FK_DEQUANT_SCRATCH_MB (1..65536, default DEQUANT_SCRATCH_MB_DEFAULT), FK_PADDED_SCRATCH_MB (1..65536, default
  * PADDED_SCRATCH_MB_DEFAULT: the padded-output scratch's cap), FK_PDL (0 turns programmatic dependent launch
  * off), FK_PREFILL_HOPPER (0 keeps prefill attention on the mma.sync kernel on a Hopper too) and FK_DECODE_FRAGMENTS
@@ -990,7 +1006,8 @@ static fk_status tuning_from_env(cuda_backend *cb, fk_error *err)
     cb->small_linear_max_m = SMALL_LINEAR_MAX_M_DEFAULT;
     cb->unaligned_max_m = UNALIGNED_MAX_M_DEFAULT;
     cb->quant_small_max_m = QUANT_SMALL_MAX_M_DEFAULT;
-    int quant_mma_max_m = -1, wgmma_max_m = WGMMA_LINEAR_MAX_M_DEFAULT, wgmma_ok;
+    cb->quant_resident = 1;
+    int quant_mma_max_m = -1, wgmma_max_m = WGMMA_LINEAR_MAX_M_DEFAULT, wgmma_ok, resident_ok;
     int pdl = 1, hopper = 1, fragments = -1, enabled;
     int scratch_mb = DEQUANT_SCRATCH_MB_DEFAULT, padded_mb = PADDED_SCRATCH_MB_DEFAULT;
     fk_status s;
@@ -1003,6 +1020,7 @@ static fk_status tuning_from_env(cuda_backend *cb, fk_error *err)
         (s = fk_env_int("FK_QUANT_SMALL_MAX_M", 0, 256, &cb->quant_small_max_m, err)) ||
         (s = fk_env_int("FK_QUANT_MMA_MAX_M", 0, 1 << 20, &quant_mma_max_m, err)) ||
         (s = fk_env_int("FK_QUANT_MMA_ROWS", 0, 128, &cb->quant_mma_rows, err)) ||
+        (s = fk_env_int("FK_QUANT_RESIDENT", 0, 2, &cb->quant_resident, err)) ||
         (s = fk_env_int("FK_DEQUANT_SCRATCH_MB", 1, 65536, &scratch_mb, err)) ||
         (s = fk_env_int("FK_PADDED_SCRATCH_MB", 1, 65536, &padded_mb, err)) ||
         (s = fk_env_int("FK_PDL", 0, 1, &pdl, err)) || (s = fk_env_int("FK_PREFILL_HOPPER", 0, 1, &hopper, err)) ||
@@ -1016,6 +1034,9 @@ static fk_status tuning_from_env(cuda_backend *cb, fk_error *err)
                             cb->wgmma_stages);
     CUDA_OK(k_linear_wgmma_available(&wgmma_ok), "wgmma linear probe");
     cb->wgmma_linear_max_m = wgmma_ok ? wgmma_max_m : 0;
+    CUDA_OK(k_linear_quant_resident_available(&resident_ok), "resident quantized linear probe");
+    if (!resident_ok)
+        cb->quant_resident = 0;
     cb->decode_kernel = fragments < 0 ? K_DECODE_AUTO : fragments ? K_DECODE_FRAGMENTS : K_DECODE_STAGED;
     if (cb->quant_mma_rows && cb->quant_mma_rows != 64 && cb->quant_mma_rows != 128)
         return fk_error_set(err, FK_ERR_INVALID_ARGUMENT, "FK_QUANT_MMA_ROWS=\"%d\" (expected 0, 64 or 128)",

@@ -263,7 +263,9 @@ static backend *cuda_with(const char *const env[3][2])
  * FK_QUANT_SMALL_MAX_M=0 and FK_QUANT_MMA_MAX_M=4096, with blocks of 64 and of 128 rows (FK_QUANT_MMA_ROWS): partial
  * token tiles, one to five tiles of 64 tokens, split-K on the long k), or W dequantized to fp16 for cuBLAS (above
  * that by default: the 300-token cases; with both off, here with a 1 MiB scratch so that large weights go a chunk of
- * rows at a time). ns[0] = 0: every count from 1 to 17, then ns[1..]. */
+ * rows at a time). With FK_QUANT_RESIDENT=2, one token tile goes to the kernel with W in shared memory wherever it
+ * fits (the large shapes at 1, 8 or 2 tokens: Llama-1B's down projection at 2), 9 tokens to the small kernel. ns[0] =
+ * 0: every count from 1 to 17, then ns[1..]. */
 static const struct {
     const char *name;
     const char *env[3][2];
@@ -277,6 +279,7 @@ static const struct {
     {"tiled kernel, 128-row blocks",
      {{"FK_QUANT_SMALL_MAX_M", "0"}, {"FK_QUANT_MMA_MAX_M", "4096"}, {"FK_QUANT_MMA_ROWS", "128"}},
      {0, 33, 65, 130, 300}},
+    {"resident kernel", {{"FK_QUANT_RESIDENT", "2"}, {NULL, NULL}}, {3, 1, 8, 2, 9}},
     {"dequantized, 1 MiB chunks",
      {{"FK_QUANT_SMALL_MAX_M", "0"}, {"FK_QUANT_MMA_MAX_M", "0"}, {"FK_DEQUANT_SCRATCH_MB", "1"}},
      {1, 9, 16, 40, 0}},
@@ -291,7 +294,7 @@ static void quant_linear_cases(enum linear_kind kind)
 {
     const int small[2][5][2] = {{{144, 33}, {16, 5}, {40, 83}, {129, 100}, {4096, 17}},
                                 {{128, 33}, {384, 83}, {1152, 100}, {256, 1}, {4096, 17}}};
-    const int large[][2] = {{2048, 3072}, {768, 2304}, {8192, 64}, {14336, 40}, {2048, 3141}};
+    const int large[][2] = {{2048, 3072}, {768, 2304}, {8192, 64}, {14336, 40}, {2048, 3141}, {8192, 2048}};
     backend *shared = gpu;
     for (fk_quantization f = FK_QUANT_INT8; f <= FK_QUANT_INT4; f++)
         for (size_t mi = 0; mi < sizeof quant_modes / sizeof quant_modes[0]; mi++) {
