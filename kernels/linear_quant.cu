@@ -80,9 +80,13 @@ template <int FMT, int EPI, int NT> __host__ __device__ constexpr int batch_step
     return row_tiles<EPI, NT>() == 1 && NT == 1 ? batch_max<FMT>() : (batch_max<FMT>() + 1) / 2;
 }
 
-// Warps per block for a k of `steps` steps: as many as keep a batch each, 4 to FK_QLINEAR_MAX_WARPS.
-int warps_for(int steps, int batch)
+// Warps per block for a k of `steps` steps: as many as keep a batch each, 4 to FK_QLINEAR_MAX_WARPS; INT8 SiLU·mul
+// (gate|up) always 4, so that bench-1b's 512 blocks of it are resident at once (one wave, not two): its batch-1 decode
+// +2.3 %, 16 requests +0.5 %; INT4 there lost 3.2 % (BENCHMARKS.md, twenty-second session).
+int warps_for(int format, int epilogue, int steps, int batch)
 {
+    if (format == K_QUANT_INT8 && epilogue == K_LINEAR_SILU_MUL)
+        return 4;
     int w = FK_QLINEAR_MAX_WARPS;
     while (w > 4 && steps < batch * w)
         w /= 2;
@@ -244,7 +248,7 @@ template <int FMT, int NT, int EPI>
 cudaError_t launch_warps(__half *y, const __half *x, const uint8_t *wq, const __half *scales, const __half *bias,
                          int m, int k, int n, int splits, float *partials, unsigned *counters, cudaStream_t stream)
 {
-    switch (warps_for((k + step_k<FMT>() - 1) / step_k<FMT>(), batch_steps<FMT, EPI, NT>())) {
+    switch (warps_for(FMT, EPI, (k + step_k<FMT>() - 1) / step_k<FMT>(), batch_steps<FMT, EPI, NT>())) {
     case 4: return launch<FMT, 4, NT, EPI>(y, x, wq, scales, bias, m, k, n, splits, partials, counters, stream);
     case 8: return launch<FMT, 8, NT, EPI>(y, x, wq, scales, bias, m, k, n, splits, partials, counters, stream);
     default:
@@ -287,7 +291,8 @@ extern "C" int k_linear_quant_splits(int format, int m, int k, int n, int epilog
     const int nt = m <= TOKEN_TILE ? 1 : 2, rt = epilogue == K_LINEAR_SILU_MUL || nt == 2 ? 2 : 1;
     const int rows = epilogue == K_LINEAR_SILU_MUL ? TILE_ROWS : TILE_ROWS * rt;
     const int batch = rt == 1 && nt == 1 ? u_max : (u_max + 1) / 2;
-    const int tiles = (n + rows - 1) / rows, n_steps = (k + step - 1) / step, warps = warps_for(n_steps, batch);
+    const int tiles = (n + rows - 1) / rows, n_steps = (k + step - 1) / step;
+    const int warps = warps_for(format, epilogue, n_steps, batch);
     // As in k_linear_small_splits: more blocks along k only when the rows give too few warps, each warp keeping at
     // least a batch of steps, and within what the partials buffer holds.
     int splits = (FK_QLINEAR_WARPS_PER_SM * n_sms + tiles * warps - 1) / (tiles * warps);

@@ -5,7 +5,7 @@
 // registers a thread. A block here is 4 warps of 72 registers (INT4; 42 for INT8) whose weights wait in shared
 // memory, requested by single threads, so its blocks take little of an SM beside the kernel before them. Where that
 // pays was measured on bench-1b's decode step (BENCHMARKS.md, twenty-second session): INT4 at one token, o and down
-// together, +2.5 % a step; the backend (resident_linear) sends it only those. INT8 lost 9 % and 4 or 8 tokens 5-7 %.
+// together, +2.4 % a step; the backend (resident_linear) sends it only those. INT8 lost 9 % and 4 or 8 tokens 5-7 %.
 // Scheme: block b owns row tile b (16 rows of W) and all of k, so there is no split-K; warp w owns a contiguous range
 // of k-steps, with its own mbarrier that counts its part of every row and, after the wait, its part of each token of
 // x. The warps meet in shared memory (linear_sums.cuh). Shared memory: W [16][w_stride] (a row's bytes padded so that
@@ -20,7 +20,8 @@
 namespace {
 
 // 4 warps: 2 warps of at most 64 registers (which would fit beside INT4 gate|up's two blocks an SM) made the
-// batch-1 step 15 % slower.
+// batch-1 step 15 % slower. __launch_bounds__(THREADS, 1) below, not (THREADS): without the minimum of blocks ptxas
+// gave the INT4 kernel 51 registers instead of 72, and that build made the step 5.5 % slower instead of 2.4 % faster.
 constexpr int WARPS = 4, THREADS = 32 * WARPS;
 constexpr int TILE_ROWS = 16, GROUP = 128, STEP_BYTES = 64;
 constexpr int MAX_SMEM = 200 * 1024; // at most this much dynamic shared memory a block
@@ -47,7 +48,7 @@ __host__ __device__ inline layout layout_of(int format, int m, int k)
 }
 
 template <int FMT, int EPI>
-__global__ void __launch_bounds__(THREADS)
+__global__ void __launch_bounds__(THREADS, 1)
     linear_quant_resident_kernel(__half *__restrict__ y, const __half *__restrict__ x, const uint8_t *__restrict__ wq,
                                  const __half *__restrict__ scales, const __half *__restrict__ bias, int m, int k,
                                  int n, bool release_early)

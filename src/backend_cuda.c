@@ -548,7 +548,7 @@ static bool quant_small(const cuda_backend *cb, int n, int in, const void *x)
 }
 
 /* Whether k_linear_quant_resident takes this one (where k_linear_quant would): by default INT4 at one token, where
- * bench-1b's batch-1 decode measured +2.5 % with it (its o and down projections); INT8 there lost 9 %, and 4 or 8
+ * bench-1b's batch-1 decode measured +2.4 % with it (its o and down projections); INT8 there lost 9 %, and 4 or 8
  * tokens lost 5-7 % in both formats (BENCHMARKS.md, twenty-second session). */
 static bool resident_linear(const cuda_backend *cb, const qweight *w, int n, int in, int out, int epilogue)
 {
