@@ -23,7 +23,7 @@ namespace {
 // batch-1 step 15 % slower. __launch_bounds__(THREADS, 1) below, not (THREADS): without the minimum of blocks ptxas
 // gave the INT4 kernel 51 registers instead of 72, and that build made the step 5.5 % slower instead of 2.4 % faster.
 constexpr int WARPS = 4, THREADS = 32 * WARPS;
-constexpr int TILE_ROWS = 16, GROUP = 128, STEP_BYTES = 64;
+constexpr int TILE_ROWS = 16, GROUP = 128;
 constexpr int MAX_SMEM = 200 * 1024; // at most this much dynamic shared memory a block
 
 template <int FMT> __host__ __device__ constexpr int step_k()
@@ -55,6 +55,7 @@ __global__ void __launch_bounds__(THREADS, 1)
 {
 #if __CUDA_ARCH__ >= 900
     constexpr int STEP = step_k<FMT>(), MMAS = STEP / 16, XV = STEP / 32, PER = sums_per_thread<WARPS, 1>();
+    constexpr int STEP_BYTES = 64; // of a W row per step, both formats
     extern __shared__ __align__(128) uint8_t smem[];
     __shared__ __align__(8) uint64_t bars[WARPS];
 
