@@ -134,22 +134,6 @@ cudaError_t k_linear_quant(void *y, const void *x, const void *data, const void 
                            cudaStream_t stream);
 int k_linear_quant_splits(int format, int m, int k, int n, int epilogue, int n_sms);
 
-/* k_linear_quant with its input made inside each block from a residual add and RMSNorm (k_add_rms_norm's math), so
- * that the norm kernel and its boundary leave a decode layer: res_out[m][k] = res_in + delta (delta may be NULL), x =
- * RMSNorm(res_out) * norm_w. The first block stores res_out, which must not overlap res_in or delta. m <= 8,
- * epilogues K_LINEAR_PLAIN and K_LINEAR_SILU_MUL, k as for k_linear_quant, the four vectors 16-byte aligned;
- * k_linear_quant_norm_fits says whether x's rows fit the block's shared memory. */
-typedef struct {
-    void *res_out;
-    const void *res_in, *delta, *norm_w; /* fp16 [m][k], [m][k], [k] */
-    float eps;
-} k_norm_input;
-#define K_LINEAR_QUANT_NORM_MAX_M 8
-int k_linear_quant_norm_fits(int m, int k);
-cudaError_t k_linear_quant_norm(void *y, const k_norm_input *norm, const void *data, const void *scales,
-                                const void *bias, int format, int m, int k, int n, int epilogue, int splits,
-                                float *partials, unsigned *counters, cudaStream_t stream);
-
 /* The same linear at one token tile (m <= 8) with each block's slice of W (16 rows, all of k) copied into shared
  * memory before its PDL wait (linear_quant_resident.cu): formats, layouts and alignment as for k_linear_quant, INT8
  * k % 64 == 0; epilogues K_LINEAR_PLAIN and K_LINEAR_GELU; no split-K, so no partials. k_linear_quant_resident_fits

@@ -15,9 +15,6 @@
 //   subtracting 1024 + z leaves the small integers q - z; the next pair, masked in place, is 1024 + 16 q, and one fma
 //   (times 1/16, minus 64 + z) leaves q - z (quant_fragments.cuh). Each step's MMAs go to a fresh fp32 accumulator
 //   that is added to the sum times the group's scale, so no weight is ever rounded: the math of the CPU's (q - z) s.
-// k_linear_quant_norm (NORM) is the same kernel with the residual add and RMSNorm before it done by each block into
-// shared memory (add_rms_norm_rows.cuh), where x is then read from.
-#include "add_rms_norm_rows.cuh"
 #include "common.cuh"
 #include "kernels.h"
 #include "linear_sums.cuh"
@@ -96,24 +93,12 @@ int warps_for(int format, int epilogue, int steps, int batch)
     return w;
 }
 
-// x's rows in NORM's shared memory: 16 bytes of padding apart, so that the 8 tokens' 16-byte loads of a step fall in
-// distinct banks. The norm's weight [k] comes first.
-__host__ __device__ constexpr int norm_row_stride(int k)
-{
-    return k + 8;
-}
-
-__host__ __device__ inline size_t norm_smem_bytes(int m, int k)
-{
-    return ((size_t)k + (size_t)m * norm_row_stride(k)) * sizeof(__half);
-}
-
-template <int FMT, int WARPS, int NT, int EPI, bool NORM>
+template <int FMT, int WARPS, int NT, int EPI>
 __global__ void __launch_bounds__(32 * WARPS)
     linear_quant_kernel(__half *__restrict__ y, const __half *__restrict__ x, const uint8_t *__restrict__ wq,
                         const __half *__restrict__ scales, const __half *__restrict__ bias, int m, int k, int n,
                         int steps_per_split, float *__restrict__ partials, unsigned *__restrict__ counters,
-                        bool release_early, k_norm_input norm)
+                        bool release_early)
 {
     constexpr int RT = row_tiles<EPI, NT>(), THREADS = 32 * WARPS, U = batch_steps<FMT, EPI, NT>();
     constexpr int STEP = step_k<FMT>(), MMAS = STEP / 16, XV = STEP / 32;
@@ -152,9 +137,6 @@ __global__ void __launch_bounds__(32 * WARPS)
                 }
         }
     };
-    // NORM: x's rows in shared memory, after the norm's weight.
-    extern __shared__ uint4 norm_smem[];
-    __half *x_rows = reinterpret_cast<__half *>(norm_smem + k / 8);
     auto load_x = [&](step_frags<FMT, RT, NT>(&f)[U], int s0) {
 #pragma unroll
         for (int u = 0; u < U; u++) {
@@ -163,11 +145,10 @@ __global__ void __launch_bounds__(32 * WARPS)
 #pragma unroll
             for (int nt = 0; nt < NT; nt++) {
                 const int token = nt * TOKEN_TILE + g;
-                const uint4 *p = reinterpret_cast<const uint4 *>(NORM ? x_rows + (size_t)token * norm_row_stride(k) + kk
-                                                                      : x + (size_t)token * k + kk);
+                const uint4 *p = reinterpret_cast<const uint4 *>(x + (size_t)token * k + kk);
 #pragma unroll
                 for (int v = 0; v < XV; v++)
-                    f[u].x[nt][v] = !(k_ok && token < m) ? make_uint4(0, 0, 0, 0) : NORM ? p[v] : __ldg(p + v);
+                    f[u].x[nt][v] = k_ok && token < m ? __ldg(p + v) : make_uint4(0, 0, 0, 0);
             }
         }
     };
@@ -210,12 +191,7 @@ __global__ void __launch_bounds__(32 * WARPS)
     step_frags<FMT, RT, NT> f0[U], f1[U];
     const int first = s_begin + warp * U, stride = WARPS * U;
     load_w(f0, first, true); // weights and scales do not depend on the previous kernel: stream them while it finishes
-    if constexpr (NORM)
-        stage_norm_weight<THREADS>(norm_smem, norm, k);
     pdl_wait_release(release_early);
-    if constexpr (NORM)
-        add_rms_norm_rows<THREADS>(x_rows, norm_row_stride(k), norm_smem, norm, m, k,
-                                   blockIdx.x == 0 && blockIdx.y == 0);
     for (int s0 = first; s0 < s_end; s0 += 2 * stride) {
         load_w(f1, s0 + stride, false);
         load_x(f0, s0);
@@ -257,32 +233,19 @@ __global__ void __launch_bounds__(32 * WARPS)
     }
 }
 
-// The launch's input: x, or with NORM the norm's (x unused).
-struct quant_input {
-    const __half *x;
-    const k_norm_input *norm;
-};
-
 template <int FMT, int WARPS, int NT, int EPI>
-cudaError_t launch(__half *y, quant_input in, const uint8_t *wq, const __half *scales, const __half *bias, int m,
+cudaError_t launch(__half *y, const __half *x, const uint8_t *wq, const __half *scales, const __half *bias, int m,
                    int k, int n, int splits, float *partials, unsigned *counters, cudaStream_t stream)
 {
     const int n_steps = (k + step_k<FMT>() - 1) / step_k<FMT>();
     const int steps_per_split = (n_steps + splits - 1) / splits;
     const dim3 grid((n + block_rows<EPI, NT>() - 1) / block_rows<EPI, NT>(), splits);
-    if (!in.norm)
-        return fk_launch(linear_quant_kernel<FMT, WARPS, NT, EPI, false>, grid, dim3(32 * WARPS), 0, stream, y, in.x,
-                         wq, scales, bias, m, k, n, steps_per_split, partials, counters, fk_pdl_release_early,
-                         k_norm_input{});
-    if constexpr (NT == 1 && EPI != K_LINEAR_GELU)
-        return fk_launch(linear_quant_kernel<FMT, WARPS, NT, EPI, true>, grid, dim3(32 * WARPS),
-                         norm_smem_bytes(m, k), stream, y, (const __half *)nullptr, wq, scales, bias, m, k, n,
-                         steps_per_split, partials, counters, fk_pdl_release_early, *in.norm);
-    return cudaErrorInvalidValue;
+    return fk_launch(linear_quant_kernel<FMT, WARPS, NT, EPI>, grid, dim3(32 * WARPS), 0, stream, y, x, wq, scales,
+                     bias, m, k, n, steps_per_split, partials, counters, fk_pdl_release_early);
 }
 
 template <int FMT, int NT, int EPI>
-cudaError_t launch_warps(__half *y, quant_input x, const uint8_t *wq, const __half *scales, const __half *bias,
+cudaError_t launch_warps(__half *y, const __half *x, const uint8_t *wq, const __half *scales, const __half *bias,
                          int m, int k, int n, int splits, float *partials, unsigned *counters, cudaStream_t stream)
 {
     switch (warps_for(FMT, EPI, (k + step_k<FMT>() - 1) / step_k<FMT>(), batch_steps<FMT, EPI, NT>())) {
@@ -295,7 +258,7 @@ cudaError_t launch_warps(__half *y, quant_input x, const uint8_t *wq, const __ha
 }
 
 template <int FMT, int EPI>
-cudaError_t launch_m(__half *y, quant_input x, const uint8_t *wq, const __half *scales, const __half *bias, int m,
+cudaError_t launch_m(__half *y, const __half *x, const uint8_t *wq, const __half *scales, const __half *bias, int m,
                      int k, int n, int splits, float *partials, unsigned *counters, cudaStream_t stream)
 {
     return m <= TOKEN_TILE
@@ -304,7 +267,7 @@ cudaError_t launch_m(__half *y, quant_input x, const uint8_t *wq, const __half *
 }
 
 template <int FMT>
-cudaError_t launch_epilogue(__half *y, quant_input x, const uint8_t *wq, const __half *scales, const __half *bias,
+cudaError_t launch_epilogue(__half *y, const __half *x, const uint8_t *wq, const __half *scales, const __half *bias,
                             int m, int k, int n, int epilogue, int splits, float *partials, unsigned *counters,
                             cudaStream_t stream)
 {
@@ -341,10 +304,9 @@ extern "C" int k_linear_quant_splits(int format, int m, int k, int n, int epilog
     return splits < 1 ? 1 : splits;
 }
 
-// Either launcher: its checks, then the format's kernels.
-static cudaError_t launch_format(void *y, quant_input in, const void *data, const void *scales, const void *bias,
-                                 int format, int m, int k, int n, int epilogue, int splits, float *partials,
-                                 unsigned *counters, cudaStream_t stream)
+extern "C" cudaError_t k_linear_quant(void *y, const void *x, const void *data, const void *scales, const void *bias,
+                                      int format, int m, int k, int n, int epilogue, int splits, float *partials,
+                                      unsigned *counters, cudaStream_t stream)
 {
     if (m <= 0 || n <= 0)
         return cudaSuccess;
@@ -352,41 +314,13 @@ static cudaError_t launch_format(void *y, quant_input in, const void *data, cons
         (splits > 1 && (!partials || !counters || (n + TILE_ROWS - 1) / TILE_ROWS > K_LINEAR_SMALL_COUNTERS)))
         return cudaErrorInvalidValue;
     __half *yh = (__half *)y;
-    const __half *sh = (const __half *)scales, *bh = (const __half *)bias;
+    const __half *xh = (const __half *)x, *sh = (const __half *)scales, *bh = (const __half *)bias;
     const uint8_t *wq = (const uint8_t *)data;
     switch (format) {
     case K_QUANT_INT8:
-        return launch_epilogue<K_QUANT_INT8>(yh, in, wq, sh, bh, m, k, n, epilogue, splits, partials, counters, stream);
+        return launch_epilogue<K_QUANT_INT8>(yh, xh, wq, sh, bh, m, k, n, epilogue, splits, partials, counters, stream);
     case K_QUANT_INT4:
-        return launch_epilogue<K_QUANT_INT4>(yh, in, wq, sh, bh, m, k, n, epilogue, splits, partials, counters, stream);
+        return launch_epilogue<K_QUANT_INT4>(yh, xh, wq, sh, bh, m, k, n, epilogue, splits, partials, counters, stream);
     default: return cudaErrorInvalidValue;
     }
-}
-
-extern "C" cudaError_t k_linear_quant(void *y, const void *x, const void *data, const void *scales, const void *bias,
-                                      int format, int m, int k, int n, int epilogue, int splits, float *partials,
-                                      unsigned *counters, cudaStream_t stream)
-{
-    return launch_format(y, quant_input{(const __half *)x, nullptr}, data, scales, bias, format, m, k, n, epilogue,
-                         splits, partials, counters, stream);
-}
-
-// Within the 48 KB of shared memory a block gets without opting in (with the static tile sums beside it).
-extern "C" int k_linear_quant_norm_fits(int m, int k)
-{
-    return m >= 1 && m <= K_LINEAR_QUANT_NORM_MAX_M && k % 8 == 0 && norm_smem_bytes(m, k) <= 40 * 1024;
-}
-
-extern "C" cudaError_t k_linear_quant_norm(void *y, const k_norm_input *norm, const void *data, const void *scales,
-                                           const void *bias, int format, int m, int k, int n, int epilogue,
-                                           int splits, float *partials, unsigned *counters, cudaStream_t stream)
-{
-    if (m <= 0 || n <= 0)
-        return cudaSuccess;
-    const uintptr_t aligned = (uintptr_t)norm->res_out | (uintptr_t)norm->res_in | (uintptr_t)norm->delta |
-                              (uintptr_t)norm->norm_w;
-    if (!k_linear_quant_norm_fits(m, k) || aligned % 16 || epilogue == K_LINEAR_GELU)
-        return cudaErrorInvalidValue;
-    return launch_format(y, quant_input{nullptr, norm}, data, scales, bias, format, m, k, n, epilogue, splits,
-                         partials, counters, stream);
 }

@@ -164,16 +164,6 @@ typedef struct backend_ops {
     fk_status (*linear_silu_mul)(backend *b, void *out, void *scratch, const void *x, const qweight *w,
                                  const void *bias, int n, int in, int f, fk_error *err);
 
-    /* The norm folded into the linear that reads it (NULL on backends that never fold; the CUDA backend does for
-     * quantized weights at up to 8 tokens): res_out[n][in] = res_in + delta (delta may be NULL); then with
-     * x = RMSNorm(res_out) * norm_w, y = linear(x) (out columns), or silu_mul: y = linear_silu_mul(x) (W = [gate |
-     * up], out = f). res_out must not overlap res_in or delta. folds_norm says whether the op takes such a call;
-     * add_rms_norm_linear fails with FK_ERR_UNSUPPORTED where it does not. */
-    bool (*folds_norm)(const backend *b, const qweight *w, int n, int in, int out, bool silu_mul);
-    fk_status (*add_rms_norm_linear)(backend *b, void *y, void *res_out, const void *res_in, const void *delta,
-                                     const void *norm_w, float eps, const qweight *w, const void *bias, int n, int in,
-                                     int out, bool silu_mul, fk_error *err);
-
     /* y[n][out] = gelu_tanh(x[n][in] · W[out][in]ᵀ + bias[out]) (bias may be NULL): GPT-2's first MLP linear with
      * its activation fused into the GEMM's epilogue. */
     fk_status (*linear_gelu)(backend *b, void *y, const void *x, const qweight *w, const void *bias, int n, int in,

@@ -46,7 +46,6 @@ typedef struct cuda_backend {
     int quant_mma_rows;     /* its blocks' rows of W: 0 lets the kernel choose, 64 or 128 (FK_QUANT_MMA_ROWS) */
     int quant_resident;     /* the quantized linears k_linear_quant_resident takes where it fits: 0 none, 1 INT4 at
                              * one token, 2 every format at one token tile (FK_QUANT_RESIDENT) */
-    int fold_norm;          /* add_rms_norm_linear takes what k_linear_quant_norm can (FK_FOLD_NORM; 0: none) */
     int decode_kernel;      /* k_attn_args.decode_kernel (FK_DECODE_FRAGMENTS) */
     int decode_slices;      /* k_attn_args.decode_slices (FK_DECODE_SLICES) */
     void *dequant;         /* larger batches: a quantized weight dequantized to fp16 here, for cuBLAS */
@@ -669,32 +668,6 @@ static fk_status cuda_linear_silu_mul(backend *b, void *out, void *scratch, cons
     return launched(k_silu_mul(out, scratch, n, f, cb->stream), "silu_mul", err);
 }
 
-/* cuda_add_rms_norm_linear's calls: a quantized W that k_linear_quant would take (not the resident kernel), its
- * input rows in shared memory (k_linear_quant_norm_fits), unless FK_FOLD_NORM=0. */
-static bool cuda_folds_norm(const backend *b, const qweight *w, int n, int in, int out, bool silu_mul)
-{
-    const cuda_backend *cb = (const cuda_backend *)b;
-    const int epilogue = silu_mul ? K_LINEAR_SILU_MUL : K_LINEAR_PLAIN;
-    return cb->fold_norm && w->format != FK_QUANT_NONE && n <= cb->quant_small_max_m && in % 16 == 0 &&
-           k_linear_quant_norm_fits(n, in) && !resident_linear(cb, w, n, in, out, epilogue);
-}
-
-static fk_status cuda_add_rms_norm_linear(backend *b, void *y, void *res_out, const void *res_in, const void *delta,
-                                          const void *norm_w, float eps, const qweight *w, const void *bias, int n,
-                                          int in, int out, bool silu_mul, fk_error *err)
-{
-    cuda_backend *cb = cb_of(b);
-    if (!cuda_folds_norm(b, w, n, in, out, silu_mul))
-        return fk_error_set(err, FK_ERR_UNSUPPORTED, "cuda: no folded norm for a %d-token %d -> %d %s linear", n, in,
-                            out, fk_quantization_name(w->format));
-    const int epilogue = silu_mul ? K_LINEAR_SILU_MUL : K_LINEAR_PLAIN;
-    const k_norm_input norm = {.res_out = res_out, .res_in = res_in, .delta = delta, .norm_w = norm_w, .eps = eps};
-    const int splits = k_linear_quant_splits(w->format, n, in, out, epilogue, cb->n_sms);
-    return launched(k_linear_quant_norm(y, &norm, w->data, w->scales, bias, w->format, n, in, out, epilogue, splits,
-                                        cb->linear_partials, cb->linear_counters, cb->stream),
-                    "linear_quant_norm", err);
-}
-
 static fk_status cuda_rope_store_kv(backend *b, void *qkv, const int32_t *positions, const float *inv_freq,
                                     const int32_t *slot_mapping, const kv_pool *kv, int n, int n_heads, fk_error *err)
 {
@@ -980,8 +953,6 @@ static const backend_ops cuda_ops = {
     .attention = cuda_attention,
     .attention_rope = cuda_attention_rope,
     .linear_silu_mul = cuda_linear_silu_mul,
-    .folds_norm = cuda_folds_norm,
-    .add_rms_norm_linear = cuda_add_rms_norm_linear,
     .linear_gelu = cuda_linear_gelu,
     .gather_rows = cuda_gather_rows,
     .capture_begin = cuda_capture_begin,
@@ -1023,7 +994,6 @@ static fk_status gelu_epilogue_choice(bool *by_cublaslt, fk_error *err)
  * dequantized for cuBLAS), FK_QUANT_MMA_ROWS (0, 64 or 128: that kernel's rows of W per block; 0, the default, lets
  * k_linear_quant_mma_rows choose), FK_QUANT_RESIDENT (0 keeps one-token quantized linears on k_linear_quant; 1, the
  * default, sends INT4 ones at one token to k_linear_quant_resident where it fits; 2 every one of up to 8 tokens),
- * FK_FOLD_NORM (1, the default: add_rms_norm_linear folds the norm into k_linear_quant where it can; 0 never),
  * FK_DEQUANT_SCRATCH_MB (1..65536, default DEQUANT_SCRATCH_MB_DEFAULT), FK_PADDED_SCRATCH_MB (1..65536, default
  * PADDED_SCRATCH_MB_DEFAULT: the padded-output scratch's cap), FK_PDL (0 turns programmatic dependent launch
  * off), FK_PREFILL_HOPPER (0 keeps prefill attention on the mma.sync kernel on a Hopper too) and FK_DECODE_FRAGMENTS
@@ -1037,7 +1007,6 @@ static fk_status tuning_from_env(cuda_backend *cb, fk_error *err)
     cb->unaligned_max_m = UNALIGNED_MAX_M_DEFAULT;
     cb->quant_small_max_m = QUANT_SMALL_MAX_M_DEFAULT;
     cb->quant_resident = 1;
-    cb->fold_norm = 1;
     int quant_mma_max_m = -1, wgmma_max_m = WGMMA_LINEAR_MAX_M_DEFAULT, wgmma_ok, resident_ok;
     int pdl = 1, hopper = 1, fragments = -1, enabled;
     int scratch_mb = DEQUANT_SCRATCH_MB_DEFAULT, padded_mb = PADDED_SCRATCH_MB_DEFAULT;
@@ -1052,7 +1021,6 @@ static fk_status tuning_from_env(cuda_backend *cb, fk_error *err)
         (s = fk_env_int("FK_QUANT_MMA_MAX_M", 0, 1 << 20, &quant_mma_max_m, err)) ||
         (s = fk_env_int("FK_QUANT_MMA_ROWS", 0, 128, &cb->quant_mma_rows, err)) ||
         (s = fk_env_int("FK_QUANT_RESIDENT", 0, 2, &cb->quant_resident, err)) ||
-        (s = fk_env_int("FK_FOLD_NORM", 0, 1, &cb->fold_norm, err)) ||
         (s = fk_env_int("FK_DEQUANT_SCRATCH_MB", 1, 65536, &scratch_mb, err)) ||
         (s = fk_env_int("FK_PADDED_SCRATCH_MB", 1, 65536, &padded_mb, err)) ||
         (s = fk_env_int("FK_PDL", 0, 1, &pdl, err)) || (s = fk_env_int("FK_PREFILL_HOPPER", 0, 1, &hopper, err)) ||

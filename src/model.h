@@ -28,9 +28,6 @@ typedef struct forward_graph {
 typedef struct forward_ws {
     int max_tokens, max_seqs, max_blocks, max_logits;
     void *residual, *normed, *qkv, *attn, *proj; /* [max_tokens][...] activations */
-    /* [min(max_tokens, FOLD_MAX_TOKENS)][d]: the residual between the MLP norm and the next attention norm on passes
-     * that fold the norms into the linears (model_forward.c); NULL where the backend never does */
-    void *residual2;
     void *mlp_in, *mlp_act;                      /* [max_tokens][2 f] and [max_tokens][f] */
     void *last_normed;                           /* [max_logits][d] */
     void *logits;                                /* [max_logits][vocab] */

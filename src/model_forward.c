@@ -77,9 +77,6 @@ static bool decode_graph_tables(forward_ws *ws)
  * below) replaces the choice, for A/B runs. */
 enum { EARLY_O = 1, EARLY_NORM2 = 2, EARLY_QKV = 4, EARLY_NORM1 = 8, EARLY_MAX_TOKENS = 16 };
 
-/* Passes of up to this many tokens may fold their norms into the linears (folds_norms): ws->residual2's rows. */
-enum { FOLD_MAX_TOKENS = 16 };
-
 /* The ops of m that release early (FK_PDL_EARLY's, or the measured choice; none without release_early). */
 static fk_status early_ops_of(const fk_model *m, int *mask, fk_error *err)
 {
@@ -150,7 +147,6 @@ fk_status forward_ws_create(const fk_model *m, int max_tokens, int max_seqs, int
         size_t bytes;
     } bufs[] = {
         {&ws->residual, T * c->hidden_size * act},
-        {&ws->residual2, be->ops->folds_norm ? (T < FOLD_MAX_TOKENS ? T : FOLD_MAX_TOKENS) * c->hidden_size * act : 0},
         {&ws->normed, T * c->hidden_size * act},
         {&ws->qkv, T * qkv_dim * act},
         {&ws->attn, T * c->n_heads * c->head_dim * act},
@@ -182,9 +178,9 @@ void forward_ws_free(const fk_model *m, forward_ws *ws)
 {
     if (!ws)
         return;
-    void *all[] = {ws->residual, ws->residual2,   ws->normed, ws->qkv,       ws->attn,         ws->proj,
-                   ws->mlp_in,   ws->mlp_act,     ws->last_normed, ws->logits, ws->index_dev, ws->attn_scratch,
-                   ws->tokens,   ws->sample_rows};
+    void *all[] = {ws->residual, ws->normed,    ws->qkv,          ws->attn,   ws->proj,       ws->mlp_in,
+                   ws->mlp_act,  ws->last_normed, ws->logits, ws->index_dev, ws->attn_scratch, ws->tokens,
+                   ws->sample_rows};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         if (all[i])
             m->be->ops->release(m->be, all[i]);
@@ -286,26 +282,8 @@ static fk_status add_norm(fk_model *m, forward_ws *ws, void *out, void *residual
     return be->ops->add_layer_norm(be, out, residual, x, w, bias, n, c->hidden_size, c->norm_eps, err);
 }
 
-/* Whether a pass on n tokens folds its norms into the linears that read them (backend folds_norm; RMSNorm models,
- * passes of up to FOLD_MAX_TOKENS): every layer's MLP norm with gate|up, and every attention norm but layer 0's with
- * q|k|v, each one op that writes the residual to the other buffer: the MLP norm from ws->residual into
- * ws->residual2, the next attention norm (and the final norm, in place) from there back. All layers' linears have
- * layer 0's shapes and format, so the answer holds for the whole pass. */
-static bool folds_norms(const fk_model *m, const forward_ws *ws, int n)
-{
-    const model_config *c = &m->cfg;
-    const backend *be = m->be;
-    if (!ws->residual2 || n > FOLD_MAX_TOKENS || c->arch == ARCH_GPT2 || c->n_layers == 0)
-        return false;
-    const layer_weights *l = &m->w.layers[0];
-    const int d = c->hidden_size, qkv_dim = (c->n_heads + 2 * c->n_kv_heads) * c->head_dim;
-    return be->ops->folds_norm(be, &l->qkv_w, n, d, qkv_dim, false) &&
-           be->ops->folds_norm(be, &l->up_w, n, d, c->intermediate_size, true);
-}
-
-/* The MLP of layer l → proj [n][d]: on normed [n][d]; or where the pass folds norms, residual2 = residual + proj
- * (o's output) and the MLP norm in the op of gate|up. */
-static fk_status mlp(fk_model *m, forward_ws *ws, const layer_weights *l, int n, bool fold, fk_error *err)
+/* The MLP of layer l: normed [n][d] → proj [n][d]. */
+static fk_status mlp(fk_model *m, forward_ws *ws, const layer_weights *l, int n, fk_error *err)
 {
     backend *be = m->be;
     const model_config *c = &m->cfg;
@@ -313,10 +291,7 @@ static fk_status mlp(fk_model *m, forward_ws *ws, const layer_weights *l, int n,
     fk_status s;
     if ((s = mark(m, ws, FK_OP_LINEAR, err)))
         return s;
-    if (fold)
-        s = be->ops->add_rms_norm_linear(be, ws->mlp_act, ws->residual2, ws->residual, ws->proj, l->norm2_w,
-                                         c->norm_eps, &l->up_w, l->up_b, n, d, f, true, err);
-    else if (c->arch != ARCH_GPT2)
+    if (c->arch != ARCH_GPT2)
         s = be->ops->linear_silu_mul(be, ws->mlp_act, ws->mlp_in, ws->normed, &l->up_w, l->up_b, n, d, f, err);
     else
         s = be->ops->linear_gelu(be, ws->mlp_act, ws->normed, &l->up_w, l->up_b, n, d, f, err);
@@ -364,18 +339,16 @@ static bool embed_takes_norm1(const fk_model *m)
 
 /* Layer i up to its attention, on n tokens: residual += sublayer_out (if any), normed = norm1(residual) (for layer 0
  * done by the embedding where embed_takes_norm1), qkv, and unless the attention does them (`rope` false), RoPE and
- * the KV store. Where the pass folds norms (folds_norms; not layer 0), residual = residual2 + sublayer_out with the
- * norm in q|k|v's op. */
+ * the KV store. */
 static fk_status layer_in(fk_model *m, forward_ws *ws, const kv_cache *kv, int i, int n, const void *sublayer_out,
                           bool rope, fk_error *err)
 {
     backend *be = m->be;
     const model_config *c = &m->cfg;
     const layer_weights *l = &m->w.layers[i];
-    const int d = c->hidden_size, qkv_dim = (c->n_heads + 2 * c->n_kv_heads) * c->head_dim;
-    const bool fold = i > 0 && folds_norms(m, ws, n);
+    const int qkv_dim = (c->n_heads + 2 * c->n_kv_heads) * c->head_dim;
     fk_status s = FK_OK;
-    if (!fold && (i > 0 || !embed_takes_norm1(m))) {
+    if (i > 0 || !embed_takes_norm1(m)) {
         release_early(m, ws, n, EARLY_NORM1, true);
         s = add_norm(m, ws, ws->normed, ws->residual, sublayer_out, l->norm1_w, l->norm1_b, n, err);
         release_early(m, ws, n, EARLY_NORM1, false);
@@ -383,9 +356,7 @@ static fk_status layer_in(fk_model *m, forward_ws *ws, const kv_cache *kv, int i
     if (s || (s = mark(m, ws, FK_OP_LINEAR, err)))
         return fk_error_prefix(err, s, "layer %d: ", i);
     release_early(m, ws, n, EARLY_QKV, true);
-    s = fold ? be->ops->add_rms_norm_linear(be, ws->qkv, ws->residual, ws->residual2, sublayer_out, l->norm1_w,
-                                            c->norm_eps, &l->qkv_w, l->qkv_b, n, d, qkv_dim, false, err)
-             : be->ops->linear(be, ws->qkv, ws->normed, &l->qkv_w, l->qkv_b, n, d, qkv_dim, err);
+    s = be->ops->linear(be, ws->qkv, ws->normed, &l->qkv_w, l->qkv_b, n, c->hidden_size, qkv_dim, err);
     release_early(m, ws, n, EARLY_QKV, false);
     if (s || (rope && (s = mark(m, ws, FK_OP_OTHER, err))))
         return fk_error_prefix(err, s, "layer %d: ", i);
@@ -412,8 +383,7 @@ static fk_status layer_attention(fk_model *m, forward_ws *ws, const kv_cache *kv
 }
 
 /* Layer i after its attention, on n tokens: proj = o(attn); residual += proj, normed = norm2(residual); proj =
- * mlp(normed) (added to the residual by the next norm). Where the pass folds norms, the norm is gate|up's op and
- * writes the residual into residual2. */
+ * mlp(normed) (added to the residual by the next norm). */
 static fk_status layer_out(fk_model *m, forward_ws *ws, int i, int n, fk_error *err)
 {
     backend *be = m->be;
@@ -426,24 +396,21 @@ static fk_status layer_out(fk_model *m, forward_ws *ws, int i, int n, fk_error *
     release_early(m, ws, n, EARLY_O, true);
     s = be->ops->linear(be, ws->proj, ws->attn, &l->o_w, l->o_b, n, hd, d, err);
     release_early(m, ws, n, EARLY_O, false);
-    const bool fold = folds_norms(m, ws, n);
-    if (!s && !fold) {
+    if (!s) {
         release_early(m, ws, n, EARLY_NORM2, true);
         s = add_norm(m, ws, ws->normed, ws->residual, ws->proj, l->norm2_w, l->norm2_b, n, err);
         release_early(m, ws, n, EARLY_NORM2, false);
     }
-    if (s || (s = mlp(m, ws, l, n, fold, err)))
+    if (s || (s = mlp(m, ws, l, n, err)))
         return fk_error_prefix(err, s, "layer %d: ", i);
     return FK_OK;
 }
 
-/* The final norm of the n rows (residual += the last layer's MLP output; the residual is residual2 where the pass
- * folds norms). */
+/* The final norm of the n rows (residual += the last layer's MLP output). */
 static fk_status final_norm(fk_model *m, forward_ws *ws, int n, fk_error *err)
 {
     const model_weights *w = &m->w;
-    void *residual = folds_norms(m, ws, n) ? ws->residual2 : ws->residual;
-    return add_norm(m, ws, ws->normed, residual, m->cfg.n_layers ? ws->proj : NULL, w->norm_w, w->norm_b, n, err);
+    return add_norm(m, ws, ws->normed, ws->residual, m->cfg.n_layers ? ws->proj : NULL, w->norm_w, w->norm_b, n, err);
 }
 
 /* The logits of the batch's logit rows (of the final norm's output) into ws->logits. */

@@ -344,106 +344,6 @@ static void test_quant_linear_silu_mul(void **state)
     quant_linear_cases(SILU_MUL);
 }
 
-/* One folded norm + quantized linear (add_rms_norm_linear) on fresh inputs against the CPU: the residual sum rounded
- * to fp16 (exact), its RMSNorm rounded to fp16 (what the GPU's linear reads), then the CPU's linear on the same
- * quantized weights. Outputs poisoned first. */
-static void norm_linear_case(fk_quantization format, bool silu_mul, int n, int in, int out, bool with_delta,
-                             bool with_bias)
-{
-    const int rows = silu_mul ? 2 * out : out;
-    const size_t nd = (size_t)n * in;
-    float *res = rand_f16(nd, -2, 2), *delta = rand_f16(nd, -2, 2), *nw = rand_f16(in, 0.5f, 1.5f);
-    float *w = rand_f16((size_t)rows * in, -0.5f, 0.5f), *bias = rand_f16(rows, -1, 1);
-    float *normed = calloc(nd, sizeof(float)), *want = calloc((size_t)n * rows, sizeof(float));
-    float *scratch = calloc((size_t)n * rows, sizeof(float));
-    qweight gw, cw;
-    void *dnw = NULL, *db = NULL;
-    assert_int_equal(gpu->ops->upload_linear(gpu, w, rows, in, format, &gw, NULL), FK_OK);
-    assert_int_equal(cpu->ops->upload_linear(cpu, w, rows, in, format, &cw, NULL), FK_OK);
-    assert_int_equal(gpu->ops->upload_weight(gpu, nw, 1, in, &dnw, NULL), FK_OK);
-    if (with_bias)
-        assert_int_equal(gpu->ops->upload_weight(gpu, bias, 1, rows, &db, NULL), FK_OK);
-    void *dres = to_gpu(res, nd), *ddelta = with_delta ? to_gpu(delta, nd) : NULL;
-    void *dres_out = poisoned(nd), *dy = poisoned((size_t)n * out);
-    for (size_t i = 0; i < nd; i++) /* the residual the GPU stores, and normalizes */
-        res[i] = with_delta ? fp16_to_f32(f32_to_fp16(res[i] + delta[i])) : res[i];
-    assert_int_equal(cpu->ops->add_rms_norm(cpu, normed, res, NULL, nw, n, in, 1e-5f, NULL), FK_OK);
-    for (size_t i = 0; i < nd; i++)
-        normed[i] = fp16_to_f32(f32_to_fp16(normed[i]));
-    assert_int_equal(run_linear(cpu, silu_mul ? SILU_MUL : PLAIN, want, scratch, normed, &cw,
-                                with_bias ? bias : NULL, n, in, out, NULL),
-                     FK_OK);
-    char what[160];
-    snprintf(what, sizeof what, "%s add_rms_norm_linear%s %dx%d->%d%s%s", fk_quantization_name(format),
-             silu_mul ? " (silu_mul)" : "", n, in, out, with_delta ? "" : ", no delta", with_bias ? " +bias" : "");
-    if (!gpu->ops->folds_norm(gpu, &gw, n, in, out, silu_mul))
-        fail_msg("%s: the backend does not fold it", what);
-    fk_error err = {0};
-    if (gpu->ops->add_rms_norm_linear(gpu, dy, dres_out, dres, ddelta, dnw, 1e-5f, &gw, db, n, in, out, silu_mul,
-                                      &err))
-        fail_msg("%s: %s", what, err.message);
-    float *got_res = from_gpu(dres_out, nd), *got = from_gpu(dy, (size_t)n * out);
-    compare(what, got_res, res, nd, 0, 0);
-    /* linear_case's tolerance; the normalized input is O(1) like its x */
-    const double atol = 2e-3 * sqrt(in) / 8 * (silu_mul ? sqrt(in) : 1);
-    compare(what, got, want, (size_t)n * out, atol, 2e-3);
-    free(res), free(delta), free(nw), free(w), free(bias), free(normed), free(want), free(scratch), free(got_res);
-    free(got);
-    void *all[] = {gw.data, gw.scales, dnw, db, dres, ddelta, dres_out, dy};
-    for (int i = 0; i < 8; i++)
-        if (all[i])
-            gpu->ops->release(gpu, all[i]);
-    cpu->ops->release(cpu, cw.data);
-    if (cw.scales)
-        cpu->ops->release(cpu, cw.scales);
-}
-
-/* The folded norm in both formats and both epilogues: every token count it takes (1-8) on small shapes (INT8 k a
- * multiple of 16, not of 64; INT4 two groups; rows not a multiple of 16; split-K on a long k) and, at 1 and a random
- * 2-8 tokens, Llama-3.2-1B's q|k|v and gate|up, Llama-3-8B's q|k|v (at up to 3 tokens: its rows fill the shared
- * memory) and a random shape; with and without delta. On a backend with the resident kernel off, which would take
- * some INT4 one-token cases (the folded norm then declines them). Then what it does not take: fp16 weights, 9 tokens.
- */
-static void test_quant_norm_linear(void **state)
-{
-    (void)state;
-    backend *shared = gpu;
-    gpu = cuda_with((const char *const[3][2]){{"FK_QUANT_RESIDENT", "0"}, {NULL, NULL}});
-    const int small[2][3][2] = {{{144, 33}, {16, 5}, {4096, 17}}, {{256, 100}, {128, 1}, {4096, 17}}};
-    const int large[][3] = {{2048, 3072, 8}, {2048, 8192, 8}, {4096, 6144, 3}};
-    for (fk_quantization f = FK_QUANT_INT8; f <= FK_QUANT_INT4; f++)
-        for (int silu = 0; silu < 2; silu++) {
-            for (int k = 0; k < 3; k++)
-                for (int n = 1; n <= 8; n++)
-                    norm_linear_case(f, silu, n, small[f - 1][k][0], small[f - 1][k][1], (n + k) % 4 != 0,
-                                     (n + k) % 2);
-            for (size_t k = 0; k < sizeof large / sizeof large[0]; k++) {
-                const int max_n = large[k][2], n2 = 2 + (int)tu_below(&rng, max_n - 1);
-                norm_linear_case(f, silu, 1, large[k][0], large[k][1], true, false);
-                norm_linear_case(f, silu, n2, large[k][0], large[k][1], k != 1, true);
-            }
-            const int in = f == FK_QUANT_INT4 ? 128 * (1 + (int)tu_below(&rng, 16)) : 16 * (1 + (int)tu_below(&rng, 128));
-            norm_linear_case(f, silu, 1 + (int)tu_below(&rng, 8), in, 1 + (int)tu_below(&rng, 700), true, silu);
-        }
-    gpu->ops->destroy(gpu);
-    gpu = shared;
-    float *w = rand_f16(64 * 256, -0.5f, 0.5f);
-    qweight q;
-    assert_int_equal(gpu->ops->upload_linear(gpu, w, 64, 256, FK_QUANT_NONE, &q, NULL), FK_OK);
-    assert_false(gpu->ops->folds_norm(gpu, &q, 1, 256, 64, false));
-    fk_error err = {0};
-    assert_int_equal(gpu->ops->add_rms_norm_linear(gpu, NULL, NULL, NULL, NULL, NULL, 1e-5f, &q, NULL, 1, 256, 64,
-                                                   false, &err),
-                     FK_ERR_UNSUPPORTED);
-    gpu->ops->release(gpu, q.data);
-    assert_int_equal(gpu->ops->upload_linear(gpu, w, 64, 256, FK_QUANT_INT8, &q, NULL), FK_OK);
-    assert_false(gpu->ops->folds_norm(gpu, &q, 9, 256, 64, false));
-    assert_true(gpu->ops->folds_norm(gpu, &q, 8, 256, 64, false));
-    gpu->ops->release(gpu, q.data);
-    gpu->ops->release(gpu, q.scales);
-    free(w);
-}
-
 /* The packed layouts, exactly: token t's input is the unit vector at position j_t, so y[t][o] is W'[o][j_t] alone,
  * which every path computes exactly (one product with 1, sums with zeros) before rounding it to fp16: the GPU must
  * give the fp16 of the CPU's dequantized weight, bit for bit. With 16 tokens over 16 rounds every position of a
@@ -1106,7 +1006,6 @@ int main(void)
         cmocka_unit_test(test_linear_silu_mul),
         cmocka_unit_test(test_quant_layout),    cmocka_unit_test(test_quant_linear),
         cmocka_unit_test(test_quant_linear_gelu), cmocka_unit_test(test_quant_linear_silu_mul),
-        cmocka_unit_test(test_quant_norm_linear),
         cmocka_unit_test(test_norms),
         cmocka_unit_test(test_elementwise),     cmocka_unit_test(test_embed_widths),
         cmocka_unit_test(test_embed_rms_norm),
