@@ -1,5 +1,5 @@
 #!/bin/bash
-# Call 3: the norms folded into the quantized linears that read them (k_linear_quant_norm). The new op test natively
+# Call 3 (committed as 1a1b03f, reverted after it): the norms folded into the quantized linears that read them (k_linear_quant_norm). The new op test natively
 # and as compute_75 PTX; bench-1b INT8 and INT4 at batch 1 (and 8 requests) with FK_FOLD_NORM=1 / 0 alternated in
 # one build; the quantized model tests and the engine tests natively.
 set -u
