@@ -1,6 +1,6 @@
 #!/bin/bash
-# Call 5: call 4 again without its racecheck (its variant did not build: an unused parameter). HEAD against every INT8
-# only gate|up's SiLU·mul), bench-1b INT8 batch 1 alternated, 3 runs each, and 16 requests once each; then
+# Call 5: call 4's A/B again (its variant did not build: an unused parameter), without the racecheck. HEAD against
+# every INT8 small-batch linear in 4-warp blocks, bench-1b INT8 batch 1 alternated, 3 runs each, 16 requests once.
 set -u
 T0=$(date +%s)
 S=$OUT/summary5.txt; L=$OUT/l5; mkdir -p $L
@@ -10,7 +10,7 @@ deploy/offline-deps.sh unpack .deps /tmp/fk-deps >/dev/null
 export LD_LIBRARY_PATH=/tmp/fk-deps/usr/lib/x86_64-linux-gnu
 [ -d /tmp/bench-1b ] || setsid sh -c "python3 .peers/make_bench_model.py /tmp/bench-1b tests/fixtures/tokenizers/gpt2/tokenizer.json >/tmp/mk1.log 2>&1; echo \$? >/tmp/mk-done" </dev/null >/dev/null 2>&1 &
 rm -rf /tmp/src-w4; mkdir /tmp/src-w4; tar cf - --exclude=./.deps --exclude=./.peers . | tar xf - -C /tmp/src-w4
-sed -i 's/    if (format == K_QUANT_INT8 \&\& epilogue == K_LINEAR_SILU_MUL)$/    if (format == K_QUANT_INT8 && epilogue >= 0)/' /tmp/src-w4/kernels/linear_quant.cu
+sed -i 's/    if (format == K_QUANT_INT8 \&\& epilogue == K_LINEAR_SILU_MUL)$/    if (format == K_QUANT_INT8 \&\& epilogue >= 0)/' /tmp/src-w4/kernels/linear_quant.cu
 note "variant patch: $(grep -c '^    if (format == K_QUANT_INT8 && epilogue >= 0)$' /tmp/src-w4/kernels/linear_quant.cu) line(s)"
 bld() { # name src targets...
   local n=$1 src=$2; shift 2
