@@ -308,7 +308,10 @@ static float attention_scale(const model_config *c, int layer)
     return scale;
 }
 
-static fk_status check_fits(const forward_ws *ws, const batch *b, fk_error *err)
+/* The batch fits the workspace, and the indices the device reads through stay in their arrays: token ids in the
+ * vocabulary, placeholders (-1 - r) among the previous pass's max_logits sampled tokens, logit rows among the batch's
+ * tokens. The engine makes every batch; this keeps a bad one from reading out of bounds on the device. */
+static fk_status check_fits(const fk_model *m, const forward_ws *ws, const batch *b, fk_error *err)
 {
     if (b->n_tokens < 1 || b->n_tokens > ws->max_tokens || b->n_seqs < 1 || b->n_seqs > ws->max_seqs ||
         b->max_blocks > ws->max_blocks || b->n_logits < 0 || b->n_logits > ws->max_logits)
@@ -316,6 +319,18 @@ static fk_status check_fits(const forward_ws *ws, const batch *b, fk_error *err)
                             "batch of %d tokens, %d seqs, %d blocks, %d logits exceeds the workspace (%d, %d, %d, %d)",
                             b->n_tokens, b->n_seqs, b->max_blocks, b->n_logits, ws->max_tokens, ws->max_seqs,
                             ws->max_blocks, ws->max_logits);
+    for (int i = 0; i < b->n_tokens; i++) {
+        const int32_t id = b->input_ids[i];
+        if (id >= m->cfg.vocab_size || (id < 0 && -1 - (int64_t)id >= ws->max_logits))
+            return fk_error_set(err, FK_ERR_INVALID_ARGUMENT,
+                                "batch token %d: id %d is neither in the vocabulary (%d) nor a placeholder of the "
+                                "previous pass's %d sampled tokens",
+                                i, id, m->cfg.vocab_size, ws->max_logits);
+    }
+    for (int i = 0; i < b->n_logits; i++)
+        if (b->logit_rows[i] < 0 || b->logit_rows[i] >= b->n_tokens)
+            return fk_error_set(err, FK_ERR_INVALID_ARGUMENT, "batch logit row %d: token %d of %d", i,
+                                b->logit_rows[i], b->n_tokens);
     return FK_OK;
 }
 
@@ -669,7 +684,7 @@ static fk_status pass_end(fk_model *m, fk_status s, fk_error *err)
 
 fk_status model_forward(fk_model *m, forward_ws *ws, const kv_cache *kv, const batch *b, fk_error *err)
 {
-    fk_status s = check_fits(ws, b, err);
+    fk_status s = check_fits(m, ws, b, err);
     if (s)
         return s;
     ws->n_marks = 0;
