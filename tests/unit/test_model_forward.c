@@ -22,6 +22,7 @@ typedef struct {
     fk_model *m;
     forward_ws *ws;
     kv_cache *kv;
+    uint64_t rng; /* seeded once, so that FK_TEST_SEED replays the whole run */
 } fixture;
 
 static int setup(void **state)
@@ -30,6 +31,7 @@ static int setup(void **state)
     fk_model_params p = fk_model_params_default();
     p.device = FK_DEVICE_CPU;
     fk_error err = {0};
+    f.rng = tu_seed();
     if (fk_model_load(tu_fixture("models/tiny-llama3"), &p, &f.m, &err) ||
         forward_ws_create(f.m, MAX_TOKENS, MAX_SEQS, MAX_BLOCKS, MAX_LOGITS, false, false, false, &f.ws, &err) ||
         kv_cache_create(f.m->be, f.m->cfg.n_layers, MAX_SEQS * MAX_BLOCKS, BLOCK_SIZE, f.m->cfg.n_kv_heads,
@@ -57,11 +59,10 @@ typedef struct {
     batch b;
 } one_sequence;
 
-static void prefill(one_sequence *q, int n, int vocab)
+static void prefill(one_sequence *q, int n, int vocab, uint64_t *rng)
 {
-    uint64_t rng = tu_seed();
     for (int i = 0; i < n; i++) {
-        q->ids[i] = (int32_t)tu_below(&rng, (uint64_t)vocab);
+        q->ids[i] = (int32_t)tu_below(rng, (uint64_t)vocab);
         q->positions[i] = i;
         q->slots[i] = i;
     }
@@ -89,11 +90,11 @@ static void test_batch_checks(void **state)
     const int vocab = f->m->cfg.vocab_size;
     one_sequence q;
     fk_error err = {0};
-    prefill(&q, 5, vocab);
+    prefill(&q, 5, vocab, &f->rng);
     if (model_forward(f->m, f->ws, f->kv, &q.b, &err))
         fail_msg("a batch that fits: %s", err.message);
 
-    prefill(&q, 5, vocab);
+    prefill(&q, 5, vocab, &f->rng);
     q.ids[3] = vocab; /* one past the vocabulary */
     refused(f, &q, "id");
     q.ids[3] = -1 - MAX_LOGITS; /* a placeholder for a row the previous pass did not have */
@@ -101,13 +102,13 @@ static void test_batch_checks(void **state)
     q.ids[3] = INT32_MIN;
     refused(f, &q, "placeholder");
 
-    prefill(&q, 5, vocab);
+    prefill(&q, 5, vocab, &f->rng);
     q.logit_rows[0] = 5; /* the batch's tokens are 0 .. 4 */
     refused(f, &q, "logit row");
     q.logit_rows[0] = -1;
     refused(f, &q, "logit row");
 
-    prefill(&q, MAX_TOKENS, vocab);
+    prefill(&q, MAX_TOKENS, vocab, &f->rng);
     q.b.n_tokens = q.query_start[1] = q.context_len[0] = MAX_TOKENS + 1;
     q.ids[MAX_TOKENS] = 0, q.positions[MAX_TOKENS] = MAX_TOKENS, q.slots[MAX_TOKENS] = MAX_TOKENS;
     refused(f, &q, "exceeds the workspace");
