@@ -1,5 +1,6 @@
 #!/bin/bash
-# Not run yet (written after this session's device time ran out): the one-call A/B that decides design 2. Two builds
+# Run in the twenty-fifth session, as part of docs/benchmarks/sample-in-graph-h100/call1.sh: the fold −2.6 %.
+# Written after the twenty-fourth session's device time ran out: the one-call A/B that decides design 2. Two builds
 # side by side: HEAD, and HEAD with norm-fold-v2.patch (the launch bounds fixed: every kernel but the consumer keeps
 # HEAD's registers). bench-1b INT8 batch 1, 3 rounds alternated: HEAD, patched with FK_NORM_FOLD=0 (must equal HEAD:
 # checks the fix), patched with the fold (its default: INT8 at one token, no early release); then INT8 at 2 requests
