@@ -25,6 +25,10 @@
 #ifndef FK_DECODE_WARPS
 #define FK_DECODE_WARPS 8
 #endif
+// Bytes the L2 fetches around each K/V load (cp.async's L2::128B / L2::256B prefetch hint; 0: none).
+#ifndef FK_DECODE_PREFETCH
+#define FK_DECODE_PREFETCH 0
+#endif
 
 namespace {
 
@@ -51,6 +55,18 @@ template <int D> __host__ __device__ constexpr int partial_floats()
     return D + 2;
 }
 
+// 16 bytes of K or V into shared memory, with the L2 prefetch hint FK_DECODE_PREFETCH asks for.
+__device__ __forceinline__ void copy_kv16_async(void *smem, const void *gmem)
+{
+#if __CUDA_ARCH__ >= 800 && FK_DECODE_PREFETCH == 256
+    asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;\n" ::"r"(smem_addr(smem)), "l"(gmem));
+#elif __CUDA_ARCH__ >= 800 && FK_DECODE_PREFETCH == 128
+    asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16;\n" ::"r"(smem_addr(smem)), "l"(gmem));
+#else
+    copy16_async(smem, gmem);
+#endif
+}
+
 // Starts loading keys c0 .. c0 + CHUNK - 1 (those < c1; the rest zero) of one KV head into a stage. table holds the
 // block ids from the block of key `first` on.
 template <int D, int CHUNK, int THREADS>
@@ -65,8 +81,8 @@ __device__ __forceinline__ void load_chunk(const k_attn_args &a, const cache_blo
         if (key < c1) {
             const int blk = table[cb.block(key) - first_block];
             const size_t at = (((size_t)blk * a.n_kv_heads + kvh) * cb.size + cb.offset(key)) * D + c;
-            copy16_async(sk + r * STRIDE + c, (const __half *)a.k_cache + at);
-            copy16_async(sv + r * STRIDE + c, (const __half *)a.v_cache + at);
+            copy_kv16_async(sk + r * STRIDE + c, (const __half *)a.k_cache + at);
+            copy_kv16_async(sv + r * STRIDE + c, (const __half *)a.v_cache + at);
         } else {
             *reinterpret_cast<uint4 *>(sk + r * STRIDE + c) = make_uint4(0, 0, 0, 0);
             *reinterpret_cast<uint4 *>(sv + r * STRIDE + c) = make_uint4(0, 0, 0, 0);

@@ -7,7 +7,8 @@
 //     heads d64, with each kernel the device has (the Hopper wgmma kernel's 128-query tiles, mma.sync's 64),
 //     tiles heaviest first as the backend orders them.
 // PyTorch SDPA (flash, cuDNN) on the same shapes is measured by bench/peers.py in the same script run
-// (tests/gpu/run-on-device.sh). Timing: CUDA events, 5 warm-ups and the median of 20 (decode: 10 and 50); decode
+// (tests/gpu/run-on-device.sh). A read-only stream (read_stream) gives the device's read ceiling beside the copy
+// bandwidth. Timing: CUDA events, 5 warm-ups and the median of 20 (decode: 10 and 50); decode
 // inputs rotated among copies
 // that together exceed the L2 cache. Build-time variants of the decode kernel (FK_DECODE_STAGES, FK_DECODE_WARPS)
 // are this program compiled with the kernel's source and other values (kernels/bench/meson.build).
@@ -73,6 +74,48 @@ static double copy_gbs()
     CHECK(cudaFree(src));
     CHECK(cudaFree(dst));
     return 2.0 * bytes / (ms * 1e-3) / 1e9;
+}
+
+// A read-only stream: each thread sums UNROLL 16-byte loads in flight per round, grid-strided over n vectors; the
+// sum is stored only where it is the impossible value, so nothing is written but the loads stay.
+template <int UNROLL> static __global__ void read_stream(const uint4 *p, size_t n, unsigned *sink)
+{
+    const size_t stride = (size_t)gridDim.x * blockDim.x;
+    unsigned acc = 0;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += UNROLL * stride) {
+        uint4 v[UNROLL];
+#pragma unroll
+        for (int u = 0; u < UNROLL; u++)
+            v[u] = i + u * stride < n ? __ldcs(p + i + u * stride) : make_uint4(0, 0, 0, 0);
+#pragma unroll
+        for (int u = 0; u < UNROLL; u++)
+            acc ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
+    }
+    if (acc == 0x9e3779b9u)
+        *sink = acc;
+}
+
+// The best of a few read-only streams over 1 GiB (no write traffic): what a kernel that only reads, as decode
+// attention does, can reach on this device, beside the copy bandwidth the targets are stated against.
+static double read_gbs(int n_sms)
+{
+    const size_t bytes = 1ull << 30, n = bytes / 16;
+    uint4 *p;
+    unsigned *sink;
+    CHECK(cudaMalloc(&p, bytes));
+    CHECK(cudaMalloc(&sink, 4));
+    CHECK(cudaMemset(p, 1, bytes));
+    double best = 0;
+    for (int blocks_per_sm : {4, 8, 16}) {
+        const int grid = blocks_per_sm * n_sms;
+        const float ms4 = median_ms([&](int) { read_stream<4><<<grid, 256>>>(p, n, sink); });
+        const float ms8 = median_ms([&](int) { read_stream<8><<<grid, 256>>>(p, n, sink); });
+        CHECK(cudaGetLastError());
+        best = std::max(best, bytes / (std::min(ms4, ms8) * 1e-3) / 1e9);
+    }
+    CHECK(cudaFree(p));
+    CHECK(cudaFree(sink));
+    return best;
 }
 
 struct paged {
@@ -234,6 +277,9 @@ int main(int argc, char **argv)
     printf("device: %s, %d SMs; measured copy bandwidth %.0f GB/s (read + write)\n", prop.name,
            prop.multiProcessorCount, copy);
     const int n_sms = prop.multiProcessorCount;
+    const double read = read_gbs(n_sms);
+    printf("RESULT read_stream 1 GiB: %.0f GB/s = %.1f%% of copy (the most a read-only kernel reached)\n", read,
+           100 * read / copy);
     bench_decode(variant, 64, 4096, 32, 8, 128, n_sms, copy);
     bench_decode(variant, 16, 16384, 32, 8, 128, n_sms, copy);
     bench_decode(variant, 1, 32768, 32, 8, 128, n_sms, copy);
