@@ -52,8 +52,9 @@ def step_ms(prefill_chunks, decode_contexts, copy_gbs, tflops):
 def closed_loop(clients, rounds, prompt, output, budget, copy_gbs, tflops):
     """The benchmark's closed loop (each client sends its next request when the last one ends) under a policy close
     to the engine's (ARCHITECTURE.md, "Scheduling policy", which orders every running request by age): every running
-    decode first, then prefill chunks oldest first within what is left of the step's token budget. Returns output
-    tokens/s at the ceilings."""
+    decode first, then prefill chunks oldest first within what is left of the step's token budget. With prefills
+    taken oldest first, a decoding request is always older than a prefilling one, so here the orders agree.
+    Returns output tokens/s at the ceilings."""
     left = {c: rounds for c in range(clients)}
     waiting = [[c, 0] for c in range(clients)]  # (client, prompt tokens done), oldest first
     decoding = []  # [client, tokens generated]
