@@ -8,10 +8,10 @@
 //     tiles heaviest first as the backend orders them.
 // PyTorch SDPA (flash, cuDNN) on the same shapes is measured by bench/peers.py in the same script run
 // (tests/gpu/run-on-device.sh). A read-only stream (read_stream) gives the device's read ceiling beside the copy
-// bandwidth. Timing: CUDA events, 5 warm-ups and the median of 20 (decode: 10 and 50); decode
-// inputs rotated among copies
-// that together exceed the L2 cache. Build-time variants of the decode kernel (FK_DECODE_STAGES, FK_DECODE_WARPS)
-// are this program compiled with the kernel's source and other values (kernels/bench/meson.build).
+// bandwidth. Timing: CUDA events, 5 warm-ups and the median of 20 (decode: 10 and 50); decode inputs rotated among
+// copies that together exceed the L2 cache. Build-time variants of the decode kernel (FK_DECODE_STAGES,
+// FK_DECODE_WARPS, FK_DECODE_PREFETCH) are this program compiled with the kernel's source and other values
+// (kernels/bench/meson.build).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
