@@ -190,12 +190,26 @@ __device__ __forceinline__ float silu_mul(float g, float u)
     return g / (1.0f + __expf(-g)) * u;
 }
 
+// Bytes the L2 fetches from DRAM around each streamed 16-byte load below (ld's L2::128B / L2::256B prefetch size;
+// 0: none), sm_80+. A warp's load in the small linears covers 64 bytes of each of 16 rows of W, whose next 64 bytes
+// the next load asks for; with the hint the L2 has them already.
+#ifndef FK_STREAM_PREFETCH
+#define FK_STREAM_PREFETCH 0
+#endif
+#if FK_STREAM_PREFETCH == 256
+#define FK_STREAM_L2 ".L2::256B"
+#elif FK_STREAM_PREFETCH == 128
+#define FK_STREAM_L2 ".L2::128B"
+#else
+#define FK_STREAM_L2 ""
+#endif
+
 // 16 bytes read once (weights streamed past the caches: they are not read again this step).
 __device__ __forceinline__ uint4 load_stream16(const void *p)
 {
     uint4 v;
 #if __CUDA_ARCH__ >= 800
-    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+    asm volatile("ld.global.nc.L1::no_allocate" FK_STREAM_L2 ".v4.u32 {%0, %1, %2, %3}, [%4];\n"
                  : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
                  : "l"(p));
 #else
@@ -214,7 +228,7 @@ __device__ __forceinline__ uint4 load_early16(const void *p)
 {
 #if __CUDA_ARCH__ >= 900
     uint4 v;
-    asm volatile("ld.relaxed.gpu.global.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+    asm volatile("ld.relaxed.gpu.global.L1::no_allocate" FK_STREAM_L2 ".v4.u32 {%0, %1, %2, %3}, [%4];\n"
                  : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
                  : "l"(p));
     return v;
