@@ -192,9 +192,10 @@ __device__ __forceinline__ float silu_mul(float g, float u)
 
 // Bytes the L2 fetches from DRAM around each streamed 16-byte load below (ld's L2::128B / L2::256B prefetch size;
 // 0: none), sm_80+. A warp's load in the small linears covers 64 bytes of each of 16 rows of W, whose next 64 bytes
-// the next load asks for; with the hint the L2 has them already.
+// the next load asks for; with the hint the L2 has them already. 128 took bench-1b's batch-1 decode on an H100 from
+// 1,586 to 1,622 tokens/s (INT8) and 1,158 to 1,195 (fp16), INT4 +0.8 %; 256 was between (BENCHMARKS.md, 2026-12-06).
 #ifndef FK_STREAM_PREFETCH
-#define FK_STREAM_PREFETCH 0
+#define FK_STREAM_PREFETCH 128
 #endif
 #if FK_STREAM_PREFETCH == 256
 #define FK_STREAM_L2 ".L2::256B"
