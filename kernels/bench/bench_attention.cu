@@ -183,7 +183,8 @@ static void bench_decode(const char *variant, int S, int ctx, int H, int Hkv, in
         p.push_back(make_paged(S, ctx, 1, H, Hkv, D, 100 + c, nullptr));
     // The backend's scratch bounds the policy's splits; the sweep below also tries up to 33 splits a pair, where the
     // blocks (splits x pairs) can make whole waves on the SMs (64 x 8 pairs: 512 s blocks on 132 SMs is 97 % of
-    // whole waves for s <= 8, 99.7 % at s = 9).
+    // whole waves for s <= 8, 99.7 % at s = 9). On an H100 every such split lost to the policy's (BENCHMARKS.md,
+    // 2026-12-06).
     constexpr int SWEEP_MAX_SPLITS = 33;
     const size_t split_bytes = (size_t)S * H * (D + 2) * sizeof(float);
     const size_t scratch_bytes =
