@@ -12,12 +12,10 @@
 // then the epilogue: bias, GELU or SiLU·mul, fp16 y.
 // Accumulator layout (PTX "wgmma .m64nNk16 D"): warp w of the warpgroup holds rows 16w + g and 16w + g + 8 (lane =
 // 4g + t); element 4j + e is column (token) 8j + 2t + (e & 1) of row 16w + g + 8 (e >> 1).
-#include <cuda.h>
-#include <cudaTypedefs.h>
-
 #include "attention_prefill_hopper.cuh"
 #include "common.cuh"
 #include "kernels.h"
+#include "tensor_map.cuh"
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #include "wgmma.cuh"
 #endif
@@ -234,36 +232,12 @@ __global__ void __launch_bounds__(THREADS, 1)
 #endif
 }
 
-PFN_cuTensorMapEncodeTiled_v12000 encode_tiled; // the driver's encoder, looked up once
-bool usable;                                     // k_linear_wgmma_available said yes
-
-cudaError_t find_encoder()
-{
-    if (encode_tiled)
-        return cudaSuccess;
-    cudaDriverEntryPointQueryResult found;
-    void *fn = nullptr;
-    cudaError_t e = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found);
-    if (e != cudaSuccess)
-        return e;
-    if (found != cudaDriverEntryPointSuccess || !fn)
-        return cudaErrorNotSupported;
-    encode_tiled = (PFN_cuTensorMapEncodeTiled_v12000)fn;
-    return cudaSuccess;
-}
+bool usable; // k_linear_wgmma_available said yes
 
 // A tensor map of a row-major fp16 matrix [rows][k], boxes of box_rows x 64, 128B-swizzled.
 cudaError_t tensor_map(CUtensorMap *map, const void *p, int rows, int k, int box_rows)
 {
-    cudaError_t e = find_encoder();
-    if (e != cudaSuccess)
-        return e;
-    const cuuint64_t dims[2] = {(cuuint64_t)k, (cuuint64_t)rows}, strides[1] = {(cuuint64_t)k * 2};
-    const cuuint32_t box[2] = {BOX_K, (cuuint32_t)box_rows}, step[2] = {1, 1};
-    const CUresult r = encode_tiled(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, const_cast<void *>(p), dims, strides,
-                                    box, step, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                                    CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
+    return tma_map_2d(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, p, rows, k, BOX_K, box_rows, CU_TENSOR_MAP_SWIZZLE_128B);
 }
 
 // The kernel as fk_launch would start it (early launch where PDL is on), a tile's splits one cluster.
@@ -336,7 +310,7 @@ extern "C" cudaError_t k_linear_wgmma_available(int *available)
     cudaError_t e = prefill_hopper_available(&sm90a);
     if (e != cudaSuccess || !sm90a)
         return e;
-    if (find_encoder() != cudaSuccess) // a driver without tensor maps: not available, not an error
+    if (tma_find_encoder() != cudaSuccess) // a driver without tensor maps: not available, not an error
         return cudaSuccess;
     *available = usable = true;
     return cudaSuccess;

@@ -41,6 +41,9 @@ typedef struct cuda_backend {
     unsigned *linear_counters;
     int quant_small_max_m; /* quantized linears of up to this many tokens run k_linear_quant, 16 tokens a pass
                             * (FK_QUANT_SMALL_MAX_M) */
+    int quant_wgmma_max_m;  /* on a Hopper, more tokens, up to this many: k_linear_quant_wgmma
+                             * (FK_QUANT_WGMMA_MAX_M; 0 where the device cannot run it) */
+    int quant_wgmma_stages; /* its shared-memory stages: 0 lets the kernel choose (FK_QUANT_WGMMA_STAGES) */
     int quant_mma_max_m[2]; /* more tokens, up to this many: k_linear_quant_mma; INT8, INT4 (FK_QUANT_MMA_MAX_M
                              * sets both) */
     int quant_mma_rows;     /* its blocks' rows of W: 0 lets the kernel choose, 64 or 128 (FK_QUANT_MMA_ROWS) */
@@ -90,6 +93,9 @@ typedef struct cuda_backend {
 #define QUANT_SMALL_MAX_M_DEFAULT 32
 /* Above these, dequantize + cuBLAS: in bench-1b's decode step (BENCHMARKS.md) INT8 gains from the tiled kernel up to
  * 128 requests; INT4 lost at 96 and 128 before its faster unpacking (99fa8b2) and measured within noise after it. */
+/* On a Hopper, quantized linears of more tokens, up to this many, run k_linear_quant_wgmma (kernels/bench/
+ * bench_linear_quant; BENCHMARKS.md "Quantized linears on wgmma"). */
+#define QUANT_WGMMA_MAX_M_DEFAULT 256
 #define QUANT_MMA_MAX_M_INT8 128
 #define QUANT_MMA_MAX_M_INT4 64
 #define DEQUANT_SCRATCH_MB_DEFAULT 64
@@ -577,6 +583,21 @@ static fk_status run_quant_small(cuda_backend *cb, void *y, const void *x, const
     return FK_OK;
 }
 
+/* Whether k_linear_quant_wgmma takes this quantized linear (more tokens than quant_small's, on a Hopper). */
+static bool quant_wgmma(const cuda_backend *cb, int n, int in, const void *x, const qweight *w)
+{
+    return n <= cb->quant_wgmma_max_m && in % 16 == 0 && (uintptr_t)x % 16 == 0 && (uintptr_t)w->data % 16 == 0;
+}
+
+static fk_status run_quant_wgmma(cuda_backend *cb, void *y, const void *x, const qweight *w, const void *bias, int n,
+                                 int in, int out, int epilogue, fk_error *err)
+{
+    const int splits = k_linear_quant_wgmma_splits(n, in, out, cb->n_sms);
+    return launched(k_linear_quant_wgmma(y, x, w->data, w->scales, bias, w->format, n, in, out, epilogue, splits,
+                                         cb->quant_wgmma_stages, cb->stream),
+                    "linear_quant_wgmma", err);
+}
+
 /* Whether k_linear_quant_mma takes this quantized linear (more tokens than quant_small's). */
 static bool quant_mma(const cuda_backend *cb, const qweight *w, int n, int in, const void *x)
 {
@@ -633,6 +654,8 @@ static fk_status cuda_linear(backend *b, void *y, const void *x, const qweight *
         return plain_linear(cb, y, x, w->data, bias, n, in, out, false, err);
     if (quant_small(cb, n, in, x))
         return run_quant_small(cb, y, x, w, bias, n, in, out, K_LINEAR_PLAIN, err);
+    if (quant_wgmma(cb, n, in, x, w))
+        return run_quant_wgmma(cb, y, x, w, bias, n, in, out, K_LINEAR_PLAIN, err);
     if (quant_mma(cb, w, n, in, x))
         return run_quant_mma(cb, y, x, w, bias, n, in, out, K_LINEAR_PLAIN, err);
     return dequant_linear(cb, y, x, w, bias, n, in, out, false, err);
@@ -646,6 +669,8 @@ static fk_status cuda_linear_gelu(backend *b, void *y, const void *x, const qwei
         return plain_linear(cb, y, x, w->data, bias, n, in, out, true, err);
     if (quant_small(cb, n, in, x))
         return run_quant_small(cb, y, x, w, bias, n, in, out, K_LINEAR_GELU, err);
+    if (quant_wgmma(cb, n, in, x, w))
+        return run_quant_wgmma(cb, y, x, w, bias, n, in, out, K_LINEAR_GELU, err);
     if (quant_mma(cb, w, n, in, x))
         return run_quant_mma(cb, y, x, w, bias, n, in, out, K_LINEAR_GELU, err);
     return dequant_linear(cb, y, x, w, bias, n, in, out, true, err);
@@ -989,7 +1014,10 @@ static fk_status gelu_epilogue_choice(bool *by_cublaslt, fk_error *err)
  * default, K_LINEAR_WGMMA_STAGES), FK_WGMMA_LINEAR_SPLITS (1 sends it also the linears it would split along k; 0,
  * the default, keeps those on cuBLAS), FK_QUANT_SMALL_MAX_M (0..256, default
  * QUANT_SMALL_MAX_M_DEFAULT: quantized linears of up to this many tokens run k_linear_quant, 16 tokens a pass; 0
- * sends every one to the next path), FK_QUANT_MMA_MAX_M (0..1048576, default QUANT_MMA_MAX_M_INT8 / _INT4: quantized
+ * sends every one to the next path), FK_QUANT_WGMMA_MAX_M (0..1048576, default QUANT_WGMMA_MAX_M_DEFAULT: on a
+ * Hopper, quantized linears of more tokens, up to this many, run k_linear_quant_wgmma; 0 sends them on),
+ * FK_QUANT_WGMMA_STAGES (0, 4, 6 or 8: its shared-memory stages; 0, the default, K_LINEAR_QUANT_WGMMA_STAGES),
+ * FK_QUANT_MMA_MAX_M (0..1048576, default QUANT_MMA_MAX_M_INT8 / _INT4: quantized
  * linears of more tokens, up to this many, run k_linear_quant_mma; above, and everywhere when both are 0, W is
  * dequantized for cuBLAS), FK_QUANT_MMA_ROWS (0, 64 or 128: that kernel's rows of W per block; 0, the default, lets
  * k_linear_quant_mma_rows choose), FK_QUANT_RESIDENT (0 keeps one-token quantized linears on k_linear_quant; 1, the
@@ -1007,7 +1035,8 @@ static fk_status tuning_from_env(cuda_backend *cb, fk_error *err)
     cb->unaligned_max_m = UNALIGNED_MAX_M_DEFAULT;
     cb->quant_small_max_m = QUANT_SMALL_MAX_M_DEFAULT;
     cb->quant_resident = 1;
-    int quant_mma_max_m = -1, wgmma_max_m = WGMMA_LINEAR_MAX_M_DEFAULT, wgmma_ok, resident_ok;
+    int quant_mma_max_m = -1, wgmma_max_m = WGMMA_LINEAR_MAX_M_DEFAULT, wgmma_ok, resident_ok, quant_wgmma_ok;
+    int quant_wgmma_max_m = QUANT_WGMMA_MAX_M_DEFAULT;
     int pdl = 1, hopper = 1, fragments = -1, enabled;
     int scratch_mb = DEQUANT_SCRATCH_MB_DEFAULT, padded_mb = PADDED_SCRATCH_MB_DEFAULT;
     fk_status s;
@@ -1018,6 +1047,8 @@ static fk_status tuning_from_env(cuda_backend *cb, fk_error *err)
         (s = fk_env_int("FK_WGMMA_LINEAR_STAGES", 0, 8, &cb->wgmma_stages, err)) ||
         (s = fk_env_int("FK_WGMMA_LINEAR_SPLITS", 0, 1, &cb->wgmma_splits_ok, err)) ||
         (s = fk_env_int("FK_QUANT_SMALL_MAX_M", 0, 256, &cb->quant_small_max_m, err)) ||
+        (s = fk_env_int("FK_QUANT_WGMMA_MAX_M", 0, 1 << 20, &quant_wgmma_max_m, err)) ||
+        (s = fk_env_int("FK_QUANT_WGMMA_STAGES", 0, 8, &cb->quant_wgmma_stages, err)) ||
         (s = fk_env_int("FK_QUANT_MMA_MAX_M", 0, 1 << 20, &quant_mma_max_m, err)) ||
         (s = fk_env_int("FK_QUANT_MMA_ROWS", 0, 128, &cb->quant_mma_rows, err)) ||
         (s = fk_env_int("FK_QUANT_RESIDENT", 0, 2, &cb->quant_resident, err)) ||
@@ -1034,6 +1065,11 @@ static fk_status tuning_from_env(cuda_backend *cb, fk_error *err)
                             cb->wgmma_stages);
     CUDA_OK(k_linear_wgmma_available(&wgmma_ok), "wgmma linear probe");
     cb->wgmma_linear_max_m = wgmma_ok ? wgmma_max_m : 0;
+    if (cb->quant_wgmma_stages % 2 || cb->quant_wgmma_stages == 2)
+        return fk_error_set(err, FK_ERR_INVALID_ARGUMENT, "FK_QUANT_WGMMA_STAGES=\"%d\" (expected 0, 4, 6 or 8)",
+                            cb->quant_wgmma_stages);
+    CUDA_OK(k_linear_quant_wgmma_available(&quant_wgmma_ok), "wgmma quantized linear probe");
+    cb->quant_wgmma_max_m = quant_wgmma_ok ? quant_wgmma_max_m : 0;
     CUDA_OK(k_linear_quant_resident_available(&resident_ok), "resident quantized linear probe");
     if (!resident_ok)
         cb->quant_resident = 0;

@@ -1,8 +1,11 @@
 /* bench_linear_quant.c — quantized linears of more tokens than one pass of the small-batch kernel takes (prefill
  * chunks, busy decode steps), through the CUDA backend so that it times what the model runs, against the fp16
  * weights' GEMM (cuBLAS / cuBLASLt as the backend calls them) on the same shape:
- *   tiled        our tiled kernel on the packed weights, W dequantized in its main loop (k_linear_quant_mma;
- *                FK_QUANT_MMA_MAX_M large: at every m), blocks of 64 or 128 rows as it chooses
+ *   wgmma        on a Hopper, our TMA + wgmma kernel on the packed weights, W dequantized into registers
+ *                (k_linear_quant_wgmma; FK_QUANT_WGMMA_MAX_M large: at every m), its default 6 stages
+ *   wgmma 8      the same with 8 stages (FK_QUANT_WGMMA_STAGES=8)
+ *   tiled        our tiled mma.sync kernel on the packed weights, W dequantized in its main loop
+ *                (k_linear_quant_mma; FK_QUANT_MMA_MAX_M large: at every m), blocks of 64 or 128 rows as it chooses
  *   tiled 128    the same with blocks of 128 rows always (FK_QUANT_MMA_ROWS=128)
  *   dequant 64M  W dequantized to fp16 in the default 64 MiB scratch (whole where it fits, else in chunks of rows),
  *                then the fp16 GEMM (FK_QUANT_MMA_MAX_M=0)
@@ -71,32 +74,37 @@ static double time_us(backend *be, void *y, const void *x, const qweight *w, int
     return t[REPLAYS / 2];
 }
 
-/* A CUDA backend created with up to three environment variables set (name, value pairs; NULL names end the list). */
-static backend *backend_with(const char *const env[3][2])
+/* A CUDA backend created with up to four environment variables set (name, value pairs; NULL names end the list). */
+static backend *backend_with(const char *const env[4][2])
 {
-    for (int i = 0; i < 3 && env[i][0]; i++)
+    for (int i = 0; i < 4 && env[i][0]; i++)
         setenv(env[i][0], env[i][1], 1);
     backend *be;
     fk_error err = {0};
     check(backend_cuda_create(&be, &err), &err);
-    for (int i = 0; i < 3 && env[i][0]; i++)
+    for (int i = 0; i < 4 && env[i][0]; i++)
         unsetenv(env[i][0]);
     return be;
 }
 
-enum { FP16, TILED, TILED_128, DEQUANT_64M, DEQUANT_8M, PASSES, DEFAULT, WAYS };
-static const char *const way_names[WAYS] = {"fp16",       "tiled",  "tiled 128", "dequant 64M",
-                                            "dequant 8M", "passes", "default"};
+enum { FP16, WGMMA, WGMMA_8, TILED, TILED_128, DEQUANT_64M, DEQUANT_8M, PASSES, DEFAULT, WAYS };
+static const char *const way_names[WAYS] = {"fp16",        "wgmma",      "wgmma 8", "tiled",  "tiled 128",
+                                            "dequant 64M", "dequant 8M", "passes",  "default"};
 #define N_M 7
 
 int main(void)
 {
-    const char *const env[WAYS][3][2] = {
+    const char *const env[WAYS][4][2] = {
         [FP16] = {{NULL}},
-        [TILED] = {{"FK_QUANT_SMALL_MAX_M", "0"}, {"FK_QUANT_MMA_MAX_M", "1048576"}},
-        [TILED_128] = {{"FK_QUANT_SMALL_MAX_M", "0"}, {"FK_QUANT_MMA_MAX_M", "1048576"}, {"FK_QUANT_MMA_ROWS", "128"}},
-        [DEQUANT_64M] = {{"FK_QUANT_SMALL_MAX_M", "0"}, {"FK_QUANT_MMA_MAX_M", "0"}},
-        [DEQUANT_8M] = {{"FK_QUANT_MMA_MAX_M", "0"}, {"FK_DEQUANT_SCRATCH_MB", "8"}},
+        [WGMMA] = {{"FK_QUANT_SMALL_MAX_M", "0"}, {"FK_QUANT_WGMMA_MAX_M", "1048576"}},
+        [WGMMA_8] = {{"FK_QUANT_SMALL_MAX_M", "0"}, {"FK_QUANT_WGMMA_MAX_M", "1048576"}, {"FK_QUANT_WGMMA_STAGES", "8"}},
+        [TILED] = {{"FK_QUANT_SMALL_MAX_M", "0"}, {"FK_QUANT_WGMMA_MAX_M", "0"}, {"FK_QUANT_MMA_MAX_M", "1048576"}},
+        [TILED_128] = {{"FK_QUANT_SMALL_MAX_M", "0"},
+                       {"FK_QUANT_WGMMA_MAX_M", "0"},
+                       {"FK_QUANT_MMA_MAX_M", "1048576"},
+                       {"FK_QUANT_MMA_ROWS", "128"}},
+        [DEQUANT_64M] = {{"FK_QUANT_SMALL_MAX_M", "0"}, {"FK_QUANT_WGMMA_MAX_M", "0"}, {"FK_QUANT_MMA_MAX_M", "0"}},
+        [DEQUANT_8M] = {{"FK_QUANT_WGMMA_MAX_M", "0"}, {"FK_QUANT_MMA_MAX_M", "0"}, {"FK_DEQUANT_SCRATCH_MB", "8"}},
         [PASSES] = {{"FK_QUANT_SMALL_MAX_M", "256"}},
         [DEFAULT] = {{NULL}},
     };
@@ -113,8 +121,9 @@ int main(void)
     const int ms[N_M] = {32, 64, 128, 256, 512, 1024, 2048}, max_m = 2048;
     printf("quantized linears above the small-batch range, through the backend: median us per call (graph of %d)\n",
            CALLS_PER_GRAPH);
-    printf("%-22s %4s %5s | %9s | %9s %9s %11s %11s %9s | %9s | %-11s %6s\n", "shape", "fmt", "m", "fp16",
-           way_names[1], way_names[2], way_names[3], way_names[4], way_names[5], way_names[6], "best", "vs fp16");
+    printf("%-22s %4s %5s | %8s | %8s %8s %8s %9s %11s %10s %8s | %8s | %-11s %6s\n", "shape", "fmt", "m", "fp16",
+           way_names[1], way_names[2], way_names[3], way_names[4], way_names[5], way_names[6], way_names[7],
+           way_names[8], "best", "vs fp16");
     const char *only = getenv("FK_BENCH_ONLY"); /* a substring of the shape's name */
     const int only_m = getenv("FK_BENCH_M") ? atoi(getenv("FK_BENCH_M")) : 0; /* one of ms (for a profiler) */
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
@@ -156,19 +165,21 @@ int main(void)
             }
             for (int mi = 0; mi < N_M; mi++) {
                 int best = TILED;
-                for (int way = TILED; way < DEFAULT; way++)
+                for (int way = WGMMA; way < DEFAULT; way++)
                     if (us[way][mi] > 0 && us[way][mi] < us[best][mi])
                         best = way;
                 const double ratio = us[DEFAULT][mi] / us[FP16][mi];
-                printf("%-22s %4s %5d | %9.2f | %9.2f %9.2f %11.2f %11.2f %9.2f | %9.2f | %-11s %5.2fx%s\n",
-                       shapes[si].name, fk_quantization_name(f), ms[mi], us[FP16][mi], us[TILED][mi],
-                       us[TILED_128][mi], us[DEQUANT_64M][mi], us[DEQUANT_8M][mi], us[PASSES][mi], us[DEFAULT][mi],
-                       way_names[best], ratio, ratio > 1.3 ? " (over 1.3x)" : "");
-                printf("RESULT linear_quant_large %s %s m=%d: fp16 %.2f us; tiled %.2f, tiled 128 %.2f, dequant 64M "
-                       "%.2f, 8M %.2f, passes %.2f, default %.2f us; best %s; default %.2fx fp16\n",
-                       fk_quantization_name(f), shapes[si].name, ms[mi], us[FP16][mi], us[TILED][mi],
-                       us[TILED_128][mi], us[DEQUANT_64M][mi], us[DEQUANT_8M][mi], us[PASSES][mi], us[DEFAULT][mi],
-                       way_names[best], ratio);
+                printf("%-22s %4s %5d | %8.2f | %8.2f %8.2f %8.2f %9.2f %11.2f %10.2f %8.2f | %8.2f | %-11s "
+                       "%5.2fx%s\n",
+                       shapes[si].name, fk_quantization_name(f), ms[mi], us[FP16][mi], us[WGMMA][mi], us[WGMMA_8][mi],
+                       us[TILED][mi], us[TILED_128][mi], us[DEQUANT_64M][mi], us[DEQUANT_8M][mi], us[PASSES][mi],
+                       us[DEFAULT][mi], way_names[best], ratio, ratio > 1.3 ? " (over 1.3x)" : "");
+                printf("RESULT linear_quant_large %s %s m=%d: fp16 %.2f us; wgmma %.2f, wgmma 8 %.2f, tiled %.2f, "
+                       "tiled 128 %.2f, dequant 64M %.2f, 8M %.2f, passes %.2f, default %.2f us; best %s; default "
+                       "%.2fx fp16\n",
+                       fk_quantization_name(f), shapes[si].name, ms[mi], us[FP16][mi], us[WGMMA][mi], us[WGMMA_8][mi],
+                       us[TILED][mi], us[TILED_128][mi], us[DEQUANT_64M][mi], us[DEQUANT_8M][mi], us[PASSES][mi],
+                       us[DEFAULT][mi], way_names[best], ratio);
             }
         }
         free(host), free(xh);

@@ -242,15 +242,15 @@ static void test_linear_silu_mul(void **state)
     linear_cases(SILU_MUL);
 }
 
-/* A CUDA backend created with up to three environment variables set (name, value pairs; NULL names: none). */
-static backend *cuda_with(const char *const env[3][2])
+/* A CUDA backend created with up to four environment variables set (name, value pairs; NULL names: none). */
+static backend *cuda_with(const char *const env[4][2])
 {
-    for (int i = 0; i < 3 && env[i][0]; i++)
+    for (int i = 0; i < 4 && env[i][0]; i++)
         setenv(env[i][0], env[i][1], 1);
     backend *g = NULL;
     fk_error err = {0};
     const fk_status s = backend_cuda_create(&g, &err);
-    for (int i = 0; i < 3 && env[i][0]; i++)
+    for (int i = 0; i < 4 && env[i][0]; i++)
         unsetenv(env[i][0]);
     if (s)
         fail_msg("%s", err.message);
@@ -258,30 +258,42 @@ static backend *cuda_with(const char *const env[3][2])
 }
 
 /* The paths a quantized linear can take, and the token counts that exercise each: our small-batch kernel on the
- * packed weights (16 tokens a pass: up to 32 tokens by default, up to 64 with FK_QUANT_SMALL_MAX_M=64), our tiled
- * kernel on them (above that, up to 128 tokens for INT8 and 64 for INT4 by default; for every count with
- * FK_QUANT_SMALL_MAX_M=0 and FK_QUANT_MMA_MAX_M=4096, with blocks of 64 and of 128 rows (FK_QUANT_MMA_ROWS): partial
- * token tiles, one to five tiles of 64 tokens, split-K on the long k), or W dequantized to fp16 for cuBLAS (above
- * that by default: the 300-token cases; with both off, here with a 1 MiB scratch so that large weights go a chunk of
- * rows at a time). With FK_QUANT_RESIDENT=2, one token tile goes to the kernel with W in shared memory wherever it
+ * packed weights (16 tokens a pass: up to 32 tokens by default, up to 64 with FK_QUANT_SMALL_MAX_M=64); on a Hopper
+ * the wgmma kernel on them (above that, up to 256 tokens by default: the 64-token cases; for every count with
+ * FK_QUANT_SMALL_MAX_M=0 and FK_QUANT_WGMMA_MAX_M=4096, with 4 and 8 stages (the 4-stage ring wraps every 256 k):
+ * token tiles of 64 and of 128, one to three of them, split-K across a cluster on the long k); our tiled mma.sync
+ * kernel on them (elsewhere above the small kernel, up to 128 tokens for INT8 and 64 for INT4 by default; for every
+ * count with the wgmma kernel off, FK_QUANT_SMALL_MAX_M=0 and FK_QUANT_MMA_MAX_M=4096, with blocks of 64 and of 128
+ * rows (FK_QUANT_MMA_ROWS): partial token tiles, one to five tiles of 64 tokens, split-K on the long k), or W
+ * dequantized to fp16 for cuBLAS (above that by default: the 300-token cases; with all off, here with a 1 MiB scratch
+ * so that large weights go a chunk of rows at a time). With FK_QUANT_RESIDENT=2, one token tile goes to the kernel with W in shared memory wherever it
  * fits (the large shapes at 1, 8 or 2 tokens: Llama-1B's down projection at 2), 9 tokens to the small kernel. ns[0] =
  * 0: every count from 1 to 17, then ns[1..]. */
 static const struct {
     const char *name;
-    const char *env[3][2];
+    const char *env[4][2];
     int ns[5];
 } quant_modes[] = {
     {"default", {{NULL, NULL}}, {0, 24, 64, 300, 0}},
     {"small kernel up to 64 tokens", {{"FK_QUANT_SMALL_MAX_M", "64"}, {NULL, NULL}}, {17, 31, 33, 64, 0}},
+    {"wgmma kernel, 4 stages",
+     {{"FK_QUANT_SMALL_MAX_M", "0"}, {"FK_QUANT_WGMMA_MAX_M", "4096"}, {"FK_QUANT_WGMMA_STAGES", "4"}},
+     {0, 33, 65, 130, 300}},
+    {"wgmma kernel, 8 stages",
+     {{"FK_QUANT_SMALL_MAX_M", "0"}, {"FK_QUANT_WGMMA_MAX_M", "4096"}, {"FK_QUANT_WGMMA_STAGES", "8"}},
+     {0, 33, 65, 130, 300}},
     {"tiled kernel, 64-row blocks",
-     {{"FK_QUANT_SMALL_MAX_M", "0"}, {"FK_QUANT_MMA_MAX_M", "4096"}, {"FK_QUANT_MMA_ROWS", "64"}},
+     {{"FK_QUANT_SMALL_MAX_M", "0"}, {"FK_QUANT_WGMMA_MAX_M", "0"}, {"FK_QUANT_MMA_MAX_M", "4096"},
+      {"FK_QUANT_MMA_ROWS", "64"}},
      {0, 33, 65, 130, 300}},
     {"tiled kernel, 128-row blocks",
-     {{"FK_QUANT_SMALL_MAX_M", "0"}, {"FK_QUANT_MMA_MAX_M", "4096"}, {"FK_QUANT_MMA_ROWS", "128"}},
+     {{"FK_QUANT_SMALL_MAX_M", "0"}, {"FK_QUANT_WGMMA_MAX_M", "0"}, {"FK_QUANT_MMA_MAX_M", "4096"},
+      {"FK_QUANT_MMA_ROWS", "128"}},
      {0, 33, 65, 130, 300}},
     {"resident kernel", {{"FK_QUANT_RESIDENT", "2"}, {NULL, NULL}}, {3, 1, 8, 2, 9}},
     {"dequantized, 1 MiB chunks",
-     {{"FK_QUANT_SMALL_MAX_M", "0"}, {"FK_QUANT_MMA_MAX_M", "0"}, {"FK_DEQUANT_SCRATCH_MB", "1"}},
+     {{"FK_QUANT_SMALL_MAX_M", "0"}, {"FK_QUANT_WGMMA_MAX_M", "0"}, {"FK_QUANT_MMA_MAX_M", "0"},
+      {"FK_DEQUANT_SCRATCH_MB", "1"}},
      {1, 9, 16, 40, 0}},
 };
 
@@ -348,16 +360,17 @@ static void test_quant_linear_silu_mul(void **state)
  * which every path computes exactly (one product with 1, sums with zeros) before rounding it to fp16: the GPU must
  * give the fp16 of the CPU's dequantized weight, bit for bit. With 16 tokens over 16 rounds every position of a
  * 256-wide row is hit (each byte and nibble of the packing, two INT4 groups); longer rows get random positions, on
- * the small kernel's one and two token tiles and split-K, the tiled kernel's (64 tokens, and for INT8 100: one and
- * two token tiles; INT4's 100 go to cuBLAS) and the dequantize + cuBLAS path (64 tokens, on a backend with the
- * tiled kernel off). The weights include a zero row and an all-equal row. Also: the weight bytes the backend
+ * the small kernel's one and two token tiles and split-K, on a Hopper the wgmma kernel's (64 and 100 tokens: token
+ * tiles of 64 and 128; elsewhere the tiled kernel's, and INT4's 100 go to cuBLAS) and the dequantize + cuBLAS path
+ * (64 tokens, on a backend with both tiled kernels off). The weights include a zero row and an all-equal row. Also: the weight bytes the backend
  * counts, and the tuning switches' ranges. */
 static void test_quant_layout(void **state)
 {
     (void)state;
     const int shapes[][2] = {{256, 40}, {2048, 3072}, {4096, 17}, {14336, 64}};
     const int ns[] = {16, 9, 1, 64, 100, 64}; /* the last on `dequantizing` */
-    const char *const off[3][2] = {{"FK_QUANT_SMALL_MAX_M", "0"}, {"FK_QUANT_MMA_MAX_M", "0"}};
+    const char *const off[4][2] = {
+        {"FK_QUANT_SMALL_MAX_M", "0"}, {"FK_QUANT_WGMMA_MAX_M", "0"}, {"FK_QUANT_MMA_MAX_M", "0"}};
     backend *dequantizing = cuda_with(off);
     for (fk_quantization f = FK_QUANT_INT8; f <= FK_QUANT_INT4; f++)
         for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
@@ -414,6 +427,8 @@ static void test_quant_layout(void **state)
     const char *bad[][2] = {{"FK_QUANT_SMALL_MAX_M", "257"},
                             {"FK_DEQUANT_SCRATCH_MB", "0"},
                             {"FK_QUANT_MMA_MAX_M", "-1"},
+                            {"FK_QUANT_WGMMA_MAX_M", "-1"},
+                            {"FK_QUANT_WGMMA_STAGES", "5"},
                             {"FK_QUANT_MMA_ROWS", "96"},
                             {"FK_PADDED_SCRATCH_MB", "0"}};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
