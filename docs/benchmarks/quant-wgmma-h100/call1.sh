@@ -20,7 +20,7 @@ for f in "test_quant_*" "test_linear*"; do
     note "test_gpu_ops $f: $r $(grep -cE '^\[       OK' $L/ops-${f%\*}.log) ok"
     [ "$r" = passed ] || grep -E "FAILED|Error|error|differ|expected" $L/ops-${f%\*}.log | head -12 | tee -a $S
 done
-timeout $(( 570 - ($(date +%s) - T0) )) /tmp/fk-native/kernels/bench/bench_linear_quant >$L/blq.txt 2>&1
+timeout $(( 570 - ($(date +%s) - T0) )) stdbuf -oL /tmp/fk-native/kernels/bench/bench_linear_quant >$L/blq.txt 2>&1
 note "bench_linear_quant rc=$?"
 grep -v RESULT $L/blq.txt | tee -a $S
 tar czf $OUT/l1.tgz -C $OUT l1
