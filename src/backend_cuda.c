@@ -93,9 +93,10 @@ typedef struct cuda_backend {
 #define QUANT_SMALL_MAX_M_DEFAULT 32
 /* Above these, dequantize + cuBLAS: in bench-1b's decode step (BENCHMARKS.md) INT8 gains from the tiled kernel up to
  * 128 requests; INT4 lost at 96 and 128 before its faster unpacking (99fa8b2) and measured within noise after it. */
-/* On a Hopper, quantized linears of more tokens, up to this many, run k_linear_quant_wgmma (kernels/bench/
- * bench_linear_quant; BENCHMARKS.md "Quantized linears on wgmma"). */
-#define QUANT_WGMMA_MAX_M_DEFAULT 256
+/* On a Hopper, quantized linears of more tokens, up to this many, run k_linear_quant_wgmma. 0 (off) until the gpu
+ * suite and kernels/bench/bench_linear_quant have run it on a device (BENCHMARKS.md, twenty-ninth session: no device
+ * could be had); FK_QUANT_WGMMA_MAX_M=256 turns it on. */
+#define QUANT_WGMMA_MAX_M_DEFAULT 0
 #define QUANT_MMA_MAX_M_INT8 128
 #define QUANT_MMA_MAX_M_INT4 64
 #define DEQUANT_SCRATCH_MB_DEFAULT 64
