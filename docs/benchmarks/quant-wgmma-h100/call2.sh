@@ -1,6 +1,6 @@
 #!/bin/bash
 # Twenty-ninth session, call 2 (the machine of call 1, warm): the whole engine on bench-1b with quantized weights,
-# the wgmma kernel (default) against the paths before it (FK_QUANT_WGMMA_MAX_M=0), alternated in one call: output
+# the wgmma kernel (FK_QUANT_WGMMA_MAX_M=256) against the default paths (=0), alternated in one call: output
 # tokens/s of `flashkernel bench-engine` at 64 and 256 requests (128-token prompts, 128 new tokens: the prefill
 # chunks and the busy decode steps), INT8 and INT4; then the gpu model tests (quantized paths included).
 set -u
@@ -22,7 +22,7 @@ for round in 1 2; do
         for n in 64 256; do
             for way in wgmma before; do
                 [ $(( $(date +%s) - T0 )) -gt 420 ] && break 4
-                env=""; [ $way = before ] && env="FK_QUANT_WGMMA_MAX_M=0"
+                env="FK_QUANT_WGMMA_MAX_M=256"; [ $way = before ] && env="FK_QUANT_WGMMA_MAX_M=0"
                 env $env $fk bench-engine --model /tmp/bench-1b --device cuda --quantization $q --requests $n \
                     --prompt-len 128 --max-tokens 128 --max-model-len 4096 >$L/be-$q-$n-$way-$round.txt 2>&1
                 note "round $round $q requests $n $way: $(grep 'output tokens/s' $L/be-$q-$n-$way-$round.txt)"
