@@ -16,7 +16,7 @@ note "device: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format
 if [ ! -f /tmp/fk-native/build.ninja ]; then
     meson setup /tmp/fk-native -Ddep_prefix=$prefix -Dcuda=enabled -Dcuda-arch=sm_90a >$L/setup.log 2>&1 || { tail $L/setup.log; exit 1; }
 fi
-ninja -C /tmp/fk-native >$L/build.log 2>&1 || { grep -E "error|FAILED" $L/build.log | head -30; exit 1; }
+ninja -C /tmp/fk-native tests/gpu/test_gpu_ops kernels/bench/bench_linear_quant >$L/build.log 2>&1 || { grep -E "error|FAILED" $L/build.log | head -30; exit 1; }
 note "built"
 ops() { # filter seconds
     if FK_TEST_FILTER="$1" timeout $2 /tmp/fk-native/tests/gpu/test_gpu_ops >$L/ops-$1.log 2>&1; then r=passed; else r="FAILED rc=$?"; fi
