@@ -65,21 +65,6 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[NTOK / 2], const uint32_t (&
         wgmma_rs_n128_k(d, a, desc_b);
 }
 
-__device__ __forceinline__ void cluster_sync()
-{
-    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
-}
-
-// A float in block `rank`'s shared memory at the address `addr` has in this block.
-__device__ __forceinline__ float load_cluster_float(uint32_t addr, int rank)
-{
-    uint32_t remote;
-    float v;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(addr), "r"(rank));
-    asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(v) : "r"(remote) : "memory");
-    return v;
-}
-
 // y at accumulator entry i of consumer thread c of the block whose first row is r0 and first token tok0: the row
 // scale (INT8), bias, GELU, fp16.
 template <int FMT, int EPI>

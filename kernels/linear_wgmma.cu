@@ -60,22 +60,6 @@ __device__ __forceinline__ void wgmma_ss(float (&d)[NTOK / 2], uint64_t desc_a, 
         wgmma_ss_n64(d, desc_a, desc_b, 1);
 }
 
-// Thread block clusters: every thread of the cluster's blocks arrives, then waits for all (release / acquire).
-__device__ __forceinline__ void cluster_sync()
-{
-    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
-}
-
-// A float in block `rank`'s shared memory at the address `addr` has in this block.
-__device__ __forceinline__ float load_cluster_float(uint32_t addr, int rank)
-{
-    uint32_t remote;
-    float v;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(addr), "r"(rank));
-    asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(v) : "r"(remote) : "memory");
-    return v;
-}
-
 // y at accumulator entry i of consumer thread tid (both accumulators' values: rows 64 apart, or gate and up) of the
 // tile whose first row of y is r0: bias, then GELU or SiLU·mul, fp16.
 template <int EPI>
