@@ -21,7 +21,6 @@
 // block leaves its sums in its shared memory and adds a share of the tile over all of them in split order (the
 // result does not depend on timing). Accumulator layout (PTX "wgmma .m64nNk16 D"): element 4j + e of a thread is
 // token 8j + 2t + (e & 1) of row 16w + g + 8 (e >> 1) of its warpgroup's 64 rows.
-#include "attention_prefill_hopper.cuh"
 #include "common.cuh"
 #include "kernels.h"
 #include "quant_fragments.cuh"
@@ -339,16 +338,11 @@ cudaError_t launch_epilogue(__half *y, const __half *x, const uint8_t *wq, const
 
 extern "C" cudaError_t k_linear_quant_wgmma_available(int *available)
 {
-    // The prefill kernel's probe answers for this file too: every kernel file is built for the same targets.
-    bool sm90a = false;
-    *available = usable = false;
-    cudaError_t e = prefill_hopper_available(&sm90a);
-    if (e != cudaSuccess || !sm90a)
-        return e;
-    if (tma_find_encoder() != cudaSuccess) // a driver without tensor maps: not available, not an error
-        return cudaSuccess;
-    *available = usable = true;
-    return cudaSuccess;
+    // The fp16 wgmma linear's probe answers for this file too: both need sm_90a code and a driver with tensor maps.
+    usable = false;
+    const cudaError_t e = k_linear_wgmma_available(available);
+    usable = e == cudaSuccess && *available;
+    return e;
 }
 
 extern "C" int k_linear_quant_wgmma_splits(int m, int k, int n, int n_sms)
