@@ -268,6 +268,20 @@ constexpr int capped(int warps, int epi, int nt)
     return warps < max_warps(epi, nt) ? warps : max_warps(epi, nt);
 }
 
+// The device's SM count, asked of the runtime once (the backend drives one device).
+cudaError_t sm_count(int *n_sms)
+{
+    static const std::pair<cudaError_t, int> asked = [] {
+        int device = 0, n = 0;
+        cudaError_t e = cudaGetDevice(&device);
+        if (e == cudaSuccess)
+            e = cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device);
+        return std::make_pair(e, n);
+    }();
+    *n_sms = asked.second;
+    return asked.first;
+}
+
 // Warps per block: warps_for's, or at one token tile without split-K the most (down to 4) with which every block of
 // the grid is resident at once. A grid of several waves leaves each SM without loads in flight from the end of one
 // block's main loop (its warps' reduction, epilogue and exit) until the next block's first loads return, and the
@@ -281,10 +295,8 @@ template <int NT, int EPI> cudaError_t warps_to_launch(int k, int n, int splits,
     *warps = warps_for(n_steps, EPI, NT);
     if (!FK_LINEAR_ONE_WAVE || NT != 1 || splits != 1 || (FK_LINEAR_ONE_WAVE == 2 && EPI != K_LINEAR_SILU_MUL))
         return cudaSuccess;
-    int device = 0, n_sms = 0;
-    cudaError_t e = cudaGetDevice(&device);
-    if (e == cudaSuccess)
-        e = cudaDeviceGetAttribute(&n_sms, cudaDevAttrMultiProcessorCount, device);
+    int n_sms = 0;
+    cudaError_t e = sm_count(&n_sms);
     const int tiles = (n + block_rows(EPI, NT) - 1) / block_rows(EPI, NT);
     for (int w = *warps; e == cudaSuccess && w >= 4; w /= 2) {
         bool fits = false;
