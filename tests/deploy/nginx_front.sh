@@ -161,4 +161,7 @@ jq -j .text "$WORK/killed.json" | cmp -s - "$WORK/ref.txt" ||
 for k in 1 2 3 4 5 6; do
     expect_generation "request $k after server $x was killed"
 done
+# SIGQUIT, not the exit trap's SIGKILL: killing the master leaves its workers running, holding the port.
+kill -QUIT "$NGINX_PID"
+wait "$NGINX_PID" || fail "nginx did not stop cleanly"
 note "ok"
