@@ -41,8 +41,9 @@ typedef struct cuda_backend {
     unsigned *linear_counters;
     int quant_small_max_m; /* quantized linears of up to this many tokens run k_linear_quant, 16 tokens a pass
                             * (FK_QUANT_SMALL_MAX_M) */
-    int quant_wgmma_max_m;  /* on a Hopper, more tokens, up to this many: k_linear_quant_wgmma
-                             * (FK_QUANT_WGMMA_MAX_M; 0 where the device cannot run it) */
+    int quant_wgmma_max_m[2]; /* on a Hopper, more tokens, up to this many: k_linear_quant_wgmma; a W under
+                               * QUANT_WGMMA_LARGE_W elements, a larger one (FK_QUANT_WGMMA_MAX_M sets both; 0 where
+                               * the device cannot run it) */
     int quant_wgmma_stages; /* its shared-memory stages: 0 lets the kernel choose (FK_QUANT_WGMMA_STAGES) */
     int quant_mma_max_m[2]; /* more tokens, up to this many: k_linear_quant_mma; INT8, INT4 (FK_QUANT_MMA_MAX_M
                              * sets both) */
@@ -91,12 +92,16 @@ typedef struct cuda_backend {
  * tiled kernel did not gain for INT8 (-2 %) though it wins on most shapes alone, and loses on most for INT4
  * (BENCHMARKS.md). */
 #define QUANT_SMALL_MAX_M_DEFAULT 32
+/* On a Hopper, quantized linears of more tokens, up to this many, run k_linear_quant_wgmma where W has
+ * QUANT_WGMMA_LARGE_W elements or more, and up to QUANT_WGMMA_SMALL_W_MAX_M tokens where it has fewer. In
+ * bench_linear_quant (BENCHMARKS.md, thirtieth session) it beat the other paths at 32 and 64 tokens on every
+ * Llama-1B/8B shape but 8B's down in INT4 (-13 %) and o (-5 %); on the larger weights up to 512 tokens but 1B's
+ * down and 8B's o at 128 (-12 %, -25 %); on 1B's qkv and o (6 M and 4 M elements) it lost from 128 tokens on. */
+#define QUANT_WGMMA_MAX_M_DEFAULT 512
+#define QUANT_WGMMA_SMALL_W_MAX_M 64
+#define QUANT_WGMMA_LARGE_W ((size_t)1 << 24)
 /* Above these, dequantize + cuBLAS: in bench-1b's decode step (BENCHMARKS.md) INT8 gains from the tiled kernel up to
  * 128 requests; INT4 lost at 96 and 128 before its faster unpacking (99fa8b2) and measured within noise after it. */
-/* On a Hopper, quantized linears of more tokens, up to this many, run k_linear_quant_wgmma. 0 (off) until the gpu
- * suite and kernels/bench/bench_linear_quant have run it on a device (BENCHMARKS.md, twenty-ninth session: no device
- * could be had); FK_QUANT_WGMMA_MAX_M=256 turns it on. */
-#define QUANT_WGMMA_MAX_M_DEFAULT 0
 #define QUANT_MMA_MAX_M_INT8 128
 #define QUANT_MMA_MAX_M_INT4 64
 #define DEQUANT_SCRATCH_MB_DEFAULT 64
@@ -584,10 +589,12 @@ static fk_status run_quant_small(cuda_backend *cb, void *y, const void *x, const
     return FK_OK;
 }
 
-/* Whether k_linear_quant_wgmma takes this quantized linear (more tokens than quant_small's, on a Hopper). */
-static bool quant_wgmma(const cuda_backend *cb, int n, int in, const void *x, const qweight *w)
+/* Whether k_linear_quant_wgmma takes this quantized linear (more tokens than quant_small's, on a Hopper): fewer
+ * tokens where W is small (QUANT_WGMMA_MAX_M_DEFAULT's measurements). */
+static bool quant_wgmma(const cuda_backend *cb, int n, int in, int out, const void *x, const qweight *w)
 {
-    return n <= cb->quant_wgmma_max_m && in % 16 == 0 && (uintptr_t)x % 16 == 0 && (uintptr_t)w->data % 16 == 0;
+    const bool large = (size_t)in * (size_t)out >= QUANT_WGMMA_LARGE_W;
+    return n <= cb->quant_wgmma_max_m[large] && in % 16 == 0 && (uintptr_t)x % 16 == 0 && (uintptr_t)w->data % 16 == 0;
 }
 
 static fk_status run_quant_wgmma(cuda_backend *cb, void *y, const void *x, const qweight *w, const void *bias, int n,
@@ -655,7 +662,7 @@ static fk_status cuda_linear(backend *b, void *y, const void *x, const qweight *
         return plain_linear(cb, y, x, w->data, bias, n, in, out, false, err);
     if (quant_small(cb, n, in, x))
         return run_quant_small(cb, y, x, w, bias, n, in, out, K_LINEAR_PLAIN, err);
-    if (quant_wgmma(cb, n, in, x, w))
+    if (quant_wgmma(cb, n, in, out, x, w))
         return run_quant_wgmma(cb, y, x, w, bias, n, in, out, K_LINEAR_PLAIN, err);
     if (quant_mma(cb, w, n, in, x))
         return run_quant_mma(cb, y, x, w, bias, n, in, out, K_LINEAR_PLAIN, err);
@@ -670,7 +677,7 @@ static fk_status cuda_linear_gelu(backend *b, void *y, const void *x, const qwei
         return plain_linear(cb, y, x, w->data, bias, n, in, out, true, err);
     if (quant_small(cb, n, in, x))
         return run_quant_small(cb, y, x, w, bias, n, in, out, K_LINEAR_GELU, err);
-    if (quant_wgmma(cb, n, in, x, w))
+    if (quant_wgmma(cb, n, in, out, x, w))
         return run_quant_wgmma(cb, y, x, w, bias, n, in, out, K_LINEAR_GELU, err);
     if (quant_mma(cb, w, n, in, x))
         return run_quant_mma(cb, y, x, w, bias, n, in, out, K_LINEAR_GELU, err);
@@ -1016,7 +1023,8 @@ static fk_status gelu_epilogue_choice(bool *by_cublaslt, fk_error *err)
  * the default, keeps those on cuBLAS), FK_QUANT_SMALL_MAX_M (0..256, default
  * QUANT_SMALL_MAX_M_DEFAULT: quantized linears of up to this many tokens run k_linear_quant, 16 tokens a pass; 0
  * sends every one to the next path), FK_QUANT_WGMMA_MAX_M (0..1048576, default QUANT_WGMMA_MAX_M_DEFAULT: on a
- * Hopper, quantized linears of more tokens, up to this many, run k_linear_quant_wgmma; 0 sends them on),
+ * Hopper, quantized linears of more tokens, up to this many, run k_linear_quant_wgmma, whatever the size of W;
+ * unset, those of a W under QUANT_WGMMA_LARGE_W elements up to QUANT_WGMMA_SMALL_W_MAX_M; 0 sends them on),
  * FK_QUANT_WGMMA_STAGES (0, 4, 6 or 8: its shared-memory stages; 0, the default, K_LINEAR_QUANT_WGMMA_STAGES),
  * FK_QUANT_MMA_MAX_M (0..1048576, default QUANT_MMA_MAX_M_INT8 / _INT4: quantized
  * linears of more tokens, up to this many, run k_linear_quant_mma; above, and everywhere when both are 0, W is
@@ -1037,7 +1045,7 @@ static fk_status tuning_from_env(cuda_backend *cb, fk_error *err)
     cb->quant_small_max_m = QUANT_SMALL_MAX_M_DEFAULT;
     cb->quant_resident = 1;
     int quant_mma_max_m = -1, wgmma_max_m = WGMMA_LINEAR_MAX_M_DEFAULT, wgmma_ok, resident_ok, quant_wgmma_ok;
-    int quant_wgmma_max_m = QUANT_WGMMA_MAX_M_DEFAULT;
+    int quant_wgmma_max_m = -1;
     int pdl = 1, hopper = 1, fragments = -1, enabled;
     int scratch_mb = DEQUANT_SCRATCH_MB_DEFAULT, padded_mb = PADDED_SCRATCH_MB_DEFAULT;
     fk_status s;
@@ -1070,7 +1078,10 @@ static fk_status tuning_from_env(cuda_backend *cb, fk_error *err)
         return fk_error_set(err, FK_ERR_INVALID_ARGUMENT, "FK_QUANT_WGMMA_STAGES=\"%d\" (expected 0, 4, 6 or 8)",
                             cb->quant_wgmma_stages);
     CUDA_OK(k_linear_quant_wgmma_available(&quant_wgmma_ok), "wgmma quantized linear probe");
-    cb->quant_wgmma_max_m = quant_wgmma_ok ? quant_wgmma_max_m : 0;
+    cb->quant_wgmma_max_m[0] = quant_wgmma_max_m < 0 ? QUANT_WGMMA_SMALL_W_MAX_M : quant_wgmma_max_m;
+    cb->quant_wgmma_max_m[1] = quant_wgmma_max_m < 0 ? QUANT_WGMMA_MAX_M_DEFAULT : quant_wgmma_max_m;
+    if (!quant_wgmma_ok)
+        cb->quant_wgmma_max_m[0] = cb->quant_wgmma_max_m[1] = 0;
     CUDA_OK(k_linear_quant_resident_available(&resident_ok), "resident quantized linear probe");
     if (!resident_ok)
         cb->quant_resident = 0;

@@ -259,9 +259,9 @@ static backend *cuda_with(const char *const env[4][2])
 
 /* The paths a quantized linear can take, and the token counts that exercise each: our small-batch kernel on the
  * packed weights (16 tokens a pass: up to 32 tokens by default, up to 64 with FK_QUANT_SMALL_MAX_M=64); on a Hopper
- * the wgmma kernel on them (off by default; for every count with
- * FK_QUANT_SMALL_MAX_M=0 and FK_QUANT_WGMMA_MAX_M=4096, with 4 and 8 stages (the 4-stage ring wraps every 256 k):
- * token tiles of 64 and of 128, one to three of them, split-K across a cluster on the long k); our tiled mma.sync
+ * the wgmma kernel on them (by default above the small kernel up to 64 tokens, up to 512 on weights of 16 M elements
+ * or more: the default mode's 64; for every count with FK_QUANT_SMALL_MAX_M=0 and FK_QUANT_WGMMA_MAX_M=4096, with
+ * 4 and 8 stages (the 4-stage ring wraps every 256 k): token tiles of 64 and of 128, one to three of them, split-K across a cluster on the long k); our tiled mma.sync
  * kernel on them (elsewhere above the small kernel, up to 128 tokens for INT8 and 64 for INT4 by default; for every
  * count with the wgmma kernel off, FK_QUANT_SMALL_MAX_M=0 and FK_QUANT_MMA_MAX_M=4096, with blocks of 64 and of 128
  * rows (FK_QUANT_MMA_ROWS): partial token tiles, one to five tiles of 64 tokens, split-K on the long k), or W
@@ -361,7 +361,7 @@ static void test_quant_linear_silu_mul(void **state)
  * give the fp16 of the CPU's dequantized weight, bit for bit. With 16 tokens over 16 rounds every position of a
  * 256-wide row is hit (each byte and nibble of the packing, two INT4 groups); longer rows get random positions, on
  * the small kernel's one and two token tiles and split-K, the tiled kernel's (64 tokens, and for INT8 100: one and
- * two token tiles; INT4's 100 go to cuBLAS; where FK_QUANT_WGMMA_MAX_M turns it on, the wgmma kernel's) and the
+ * two token tiles; INT4's 100 go to cuBLAS; on a Hopper the 64 go to the wgmma kernel) and the
  * dequantize + cuBLAS path (64 tokens, on a backend with both tiled kernels off). The weights include a zero row and an all-equal row. Also: the weight bytes the backend
  * counts, and the tuning switches' ranges. */
 static void test_quant_layout(void **state)
