@@ -45,6 +45,8 @@ typedef struct cuda_backend {
                                * QUANT_WGMMA_LARGE_W elements, a larger one (FK_QUANT_WGMMA_MAX_M sets both; 0 where
                                * the device cannot run it) */
     int quant_wgmma_stages; /* its shared-memory stages: 0 lets the kernel choose (FK_QUANT_WGMMA_STAGES) */
+    int quant_wgmma_splits; /* its blocks along k: 0 lets k_linear_quant_wgmma_splits choose
+                             * (FK_QUANT_WGMMA_SPLITS) */
     int quant_mma_max_m[2]; /* more tokens, up to this many: k_linear_quant_mma; INT8, INT4 (FK_QUANT_MMA_MAX_M
                              * sets both) */
     int quant_mma_rows;     /* its blocks' rows of W: 0 lets the kernel choose, 64 or 128 (FK_QUANT_MMA_ROWS) */
@@ -600,7 +602,8 @@ static bool quant_wgmma(const cuda_backend *cb, int n, int in, int out, const vo
 static fk_status run_quant_wgmma(cuda_backend *cb, void *y, const void *x, const qweight *w, const void *bias, int n,
                                  int in, int out, int epilogue, fk_error *err)
 {
-    const int splits = k_linear_quant_wgmma_splits(n, in, out, cb->n_sms);
+    const int splits =
+        cb->quant_wgmma_splits ? cb->quant_wgmma_splits : k_linear_quant_wgmma_splits(n, in, out, cb->n_sms);
     return launched(k_linear_quant_wgmma(y, x, w->data, w->scales, bias, w->format, n, in, out, epilogue, splits,
                                          cb->quant_wgmma_stages, cb->stream),
                     "linear_quant_wgmma", err);
@@ -1026,6 +1029,7 @@ static fk_status gelu_epilogue_choice(bool *by_cublaslt, fk_error *err)
  * Hopper, quantized linears of more tokens, up to this many, run k_linear_quant_wgmma, whatever the size of W;
  * unset, those of a W under QUANT_WGMMA_LARGE_W elements up to QUANT_WGMMA_SMALL_W_MAX_M; 0 sends them on),
  * FK_QUANT_WGMMA_STAGES (0, 4, 6 or 8: its shared-memory stages; 0, the default, K_LINEAR_QUANT_WGMMA_STAGES),
+ * FK_QUANT_WGMMA_SPLITS (0..8: its blocks along k, for measurements; 0, the default, lets the kernel choose),
  * FK_QUANT_MMA_MAX_M (0..1048576, default QUANT_MMA_MAX_M_INT8 / _INT4: quantized
  * linears of more tokens, up to this many, run k_linear_quant_mma; above, and everywhere when both are 0, W is
  * dequantized for cuBLAS), FK_QUANT_MMA_ROWS (0, 64 or 128: that kernel's rows of W per block; 0, the default, lets
@@ -1058,6 +1062,7 @@ static fk_status tuning_from_env(cuda_backend *cb, fk_error *err)
         (s = fk_env_int("FK_QUANT_SMALL_MAX_M", 0, 256, &cb->quant_small_max_m, err)) ||
         (s = fk_env_int("FK_QUANT_WGMMA_MAX_M", 0, 1 << 20, &quant_wgmma_max_m, err)) ||
         (s = fk_env_int("FK_QUANT_WGMMA_STAGES", 0, 8, &cb->quant_wgmma_stages, err)) ||
+        (s = fk_env_int("FK_QUANT_WGMMA_SPLITS", 0, 8, &cb->quant_wgmma_splits, err)) ||
         (s = fk_env_int("FK_QUANT_MMA_MAX_M", 0, 1 << 20, &quant_mma_max_m, err)) ||
         (s = fk_env_int("FK_QUANT_MMA_ROWS", 0, 128, &cb->quant_mma_rows, err)) ||
         (s = fk_env_int("FK_QUANT_RESIDENT", 0, 2, &cb->quant_resident, err)) ||
