@@ -6,10 +6,26 @@
 : "${FK_PYTHON:?}"
 
 PIDS=()
+# running PID: whether the process is alive and not yet a zombie (kill -0 also answers for an unreaped child).
+running() {
+    local state
+    state=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -c1) && [ -n "$state" ] && [ "$state" != Z ]
+}
+
+# At exit, failed or not: SIGTERM to every background process (nginx's master then stops its workers, a server
+# drains), up to 5 s for them to go, SIGKILL to what is left.
 cleanup_deploy() {
     local p
     for p in "${PIDS[@]}"; do
+        kill -TERM "$p" 2>/dev/null || true
+    done
+    for p in "${PIDS[@]}"; do
+        for _ in $(seq 1 50); do
+            running "$p" || break
+            sleep 0.1
+        done
         { kill -KILL "$p" && wait "$p"; } 2>/dev/null || true
+        wait "$p" 2>/dev/null || true
     done
     cleanup
 }

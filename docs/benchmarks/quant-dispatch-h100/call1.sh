@@ -1,6 +1,7 @@
 #!/bin/bash
 # Thirty-first session, call 1: where the quantized linears of 17-256 tokens should go on a Hopper (issue 13).
-# - llama.cpp's build starts first, niced, in its own session (call 2 runs llama-bench on it);
+# - llama.cpp's build: started by the call before this one (it carried the peer source, which does not fit beside .deps);
+#   started here, niced, in its own session, if that call did not (call 2 runs llama-bench on it);
 # - bench-1b's engine, FK_QUANT_SMALL_MAX_M=16 (17-32 tokens to k_linear_quant_wgmma) alternated with the default
 #   at 17, 24, 32 and 48 requests, INT8 and INT4 (the thirtieth session's next-small-vs-wgmma.sh);
 # - bench_linear_quant at m = 64, 128 and 256 with the wgmma kernel's splits forced (FK_QUANT_WGMMA_SPLITS=1, 2, 4,
@@ -13,7 +14,7 @@ LIMIT=${LIMIT:-560}
 S=$OUT/summary1.txt; L=$OUT/l1; mkdir -p $L
 note() { echo "[$(( $(date +%s) - T0 ))s] $*" | tee -a $S; }
 left() { echo $(( LIMIT - ($(date +%s) - T0) )); }
-[ -f /tmp/llama.cpp/done ] || setsid nice -n 19 sh -c ".peers/build-llama-cpp.sh /tmp/llama.cpp >/tmp/llama-build.log 2>&1" \
+[ -d /tmp/llama.cpp ] || setsid nice -n 19 sh -c ".peers/build-llama-cpp.sh /tmp/llama.cpp >/tmp/llama-build.log 2>&1" \
     </dev/null >/dev/null 2>&1 &
 prefix=/tmp/fk-deps
 deploy/offline-deps.sh unpack .deps $prefix >/dev/null || exit 1
