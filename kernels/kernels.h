@@ -156,8 +156,8 @@ cudaError_t k_linear_quant_mma(void *y, const void *x, const void *data, const v
 int k_linear_quant_mma_rows(int m, int n, int n_sms);
 int k_linear_quant_mma_splits(int rows, int m, int k, int n, int n_sms);
 
-/* The same linear on Hopper's TMA and wgmma (linear_quant_wgmma.cu; any m, blocks of 128 rows of W by 64 or 128
- * tokens): formats, layouts, k, epilogues and the math (INT8 q then the scale, INT4 (q - z) s in fp16) as for
+/* The same linear on Hopper's TMA and wgmma (linear_quant_wgmma.cu; any m, blocks of 128 rows of W by tile_tokens
+ * tokens: 64 or 128; 0 chooses, 64 for up to 64 tokens, else 128): formats, layouts, k, epilogues and the math (INT8 q then the scale, INT4 (q - z) s in fp16) as for
  * k_linear_quant_mma; x and data 16-byte aligned, scales 4-byte aligned, y any. splits (1 .. 8) split k across the
  * blocks of a cluster, which add their sums in shared memory (k_linear_quant_wgmma_splits chooses); stages:
  * shared-memory stages of 64 k (4, 6 or 8; 0: K_LINEAR_QUANT_WGMMA_STAGES). Runs only once
@@ -165,10 +165,10 @@ int k_linear_quant_mma_splits(int rows, int m, int k, int n, int n_sms);
  * cudaErrorNotSupported before that or where it said no. */
 #define K_LINEAR_QUANT_WGMMA_STAGES 6
 cudaError_t k_linear_quant_wgmma_available(int *available);
-int k_linear_quant_wgmma_splits(int m, int k, int n, int n_sms);
+int k_linear_quant_wgmma_splits(int m, int k, int n, int tile_tokens, int n_sms);
 cudaError_t k_linear_quant_wgmma(void *y, const void *x, const void *data, const void *scales, const void *bias,
                                  int format, int m, int k, int n, int epilogue, int splits, int stages,
-                                 cudaStream_t stream);
+                                 int tile_tokens, cudaStream_t stream);
 
 /* out[n_rows][cols] (fp16) = rows row0 .. row0 + n_rows - 1 of a quantized weight (layouts as for k_linear_quant;
  * INT8 takes any cols), dequantized: q s or (q - z) s, each rounded to fp16. */

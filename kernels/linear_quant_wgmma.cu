@@ -314,22 +314,31 @@ cudaError_t launch_stages(__half *y, const __half *x, const uint8_t *wq, const _
     }
 }
 
+// The tokens of a block: tile_tokens where given (64 or 128), else 64 for up to 64 tokens and 128 above.
+int block_tokens(int m, int tile_tokens)
+{
+    return tile_tokens ? tile_tokens : m <= 64 ? 64 : 128;
+}
+
 template <int FMT, int EPI>
 cudaError_t launch_m(__half *y, const __half *x, const uint8_t *wq, const __half *scales, const __half *bias, int m,
-                     int k, int n, int splits, int stages, cudaStream_t stream)
+                     int k, int n, int splits, int stages, int tile_tokens, cudaStream_t stream)
 {
-    if (m <= 64)
+    if (block_tokens(m, tile_tokens) == 64)
         return launch_stages<FMT, 64, EPI>(y, x, wq, scales, bias, m, k, n, splits, stages, stream);
     return launch_stages<FMT, 128, EPI>(y, x, wq, scales, bias, m, k, n, splits, stages, stream);
 }
 
 template <int FMT>
 cudaError_t launch_epilogue(__half *y, const __half *x, const uint8_t *wq, const __half *scales, const __half *bias,
-                            int m, int k, int n, int epilogue, int splits, int stages, cudaStream_t stream)
+                            int m, int k, int n, int epilogue, int splits, int stages, int tile_tokens,
+                            cudaStream_t stream)
 {
     switch (epilogue) {
-    case K_LINEAR_PLAIN: return launch_m<FMT, K_LINEAR_PLAIN>(y, x, wq, scales, bias, m, k, n, splits, stages, stream);
-    case K_LINEAR_GELU: return launch_m<FMT, K_LINEAR_GELU>(y, x, wq, scales, bias, m, k, n, splits, stages, stream);
+    case K_LINEAR_PLAIN:
+        return launch_m<FMT, K_LINEAR_PLAIN>(y, x, wq, scales, bias, m, k, n, splits, stages, tile_tokens, stream);
+    case K_LINEAR_GELU:
+        return launch_m<FMT, K_LINEAR_GELU>(y, x, wq, scales, bias, m, k, n, splits, stages, tile_tokens, stream);
     default: return cudaErrorInvalidValue;
     }
 }
@@ -345,11 +354,12 @@ extern "C" cudaError_t k_linear_quant_wgmma_available(int *available)
     return e;
 }
 
-extern "C" int k_linear_quant_wgmma_splits(int m, int k, int n, int n_sms)
+extern "C" int k_linear_quant_wgmma_splits(int m, int k, int n, int tile_tokens, int n_sms)
 {
     // Blocks along k while the blocks still fit on the SMs at once (one each), each keeping at least 4 steps
     // (4 x 64 k), at most a cluster's MAX_SPLITS.
-    const int tiles = ((m + (m <= 64 ? 63 : 127)) / (m <= 64 ? 64 : 128)) * ((n + ROWS - 1) / ROWS);
+    const int ntok = block_tokens(m, tile_tokens);
+    const int tiles = ((m + ntok - 1) / ntok) * ((n + ROWS - 1) / ROWS);
     int splits = n_sms / tiles;
     const int by_work = ((k + STEP - 1) / STEP) / 4;
     splits = splits < by_work ? splits : by_work;
@@ -359,14 +369,14 @@ extern "C" int k_linear_quant_wgmma_splits(int m, int k, int n, int n_sms)
 
 extern "C" cudaError_t k_linear_quant_wgmma(void *y, const void *x, const void *data, const void *scales,
                                             const void *bias, int format, int m, int k, int n, int epilogue,
-                                            int splits, int stages, cudaStream_t stream)
+                                            int splits, int stages, int tile_tokens, cudaStream_t stream)
 {
     if (!usable) // never probed, or the device or the build cannot run it (the kernel would do nothing)
         return cudaErrorNotSupported;
     if (m <= 0 || n <= 0)
         return cudaSuccess;
     if (k <= 0 || k % (format == K_QUANT_INT8 ? 16 : GROUP) || splits < 1 || splits > MAX_SPLITS ||
-        (uintptr_t)x % 16 || (uintptr_t)data % 16 || (uintptr_t)scales % 4)
+        (tile_tokens != 0 && tile_tokens != 64 && tile_tokens != 128) || (uintptr_t)x % 16 || (uintptr_t)data % 16 || (uintptr_t)scales % 4)
         return cudaErrorInvalidValue;
     if (stages == 0)
         stages = K_LINEAR_QUANT_WGMMA_STAGES;
@@ -375,9 +385,11 @@ extern "C" cudaError_t k_linear_quant_wgmma(void *y, const void *x, const void *
     const uint8_t *wq = (const uint8_t *)data;
     switch (format) {
     case K_QUANT_INT8:
-        return launch_epilogue<K_QUANT_INT8>(yh, xh, wq, sh, bh, m, k, n, epilogue, splits, stages, stream);
+        return launch_epilogue<K_QUANT_INT8>(yh, xh, wq, sh, bh, m, k, n, epilogue, splits, stages, tile_tokens,
+                                             stream);
     case K_QUANT_INT4:
-        return launch_epilogue<K_QUANT_INT4>(yh, xh, wq, sh, bh, m, k, n, epilogue, splits, stages, stream);
+        return launch_epilogue<K_QUANT_INT4>(yh, xh, wq, sh, bh, m, k, n, epilogue, splits, stages, tile_tokens,
+                                             stream);
     default: return cudaErrorInvalidValue;
     }
 }

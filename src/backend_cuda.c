@@ -47,6 +47,7 @@ typedef struct cuda_backend {
     int quant_wgmma_stages; /* its shared-memory stages: 0 lets the kernel choose (FK_QUANT_WGMMA_STAGES) */
     int quant_wgmma_splits; /* its blocks along k: 0 lets k_linear_quant_wgmma_splits choose
                              * (FK_QUANT_WGMMA_SPLITS) */
+    int quant_wgmma_tokens; /* its blocks' tokens: 0 lets the kernel choose, 64 or 128 (FK_QUANT_WGMMA_TOKENS) */
     int quant_mma_max_m[2]; /* more tokens, up to this many: k_linear_quant_mma; INT8, INT4 (FK_QUANT_MMA_MAX_M
                              * sets both) */
     int quant_mma_rows;     /* its blocks' rows of W: 0 lets the kernel choose, 64 or 128 (FK_QUANT_MMA_ROWS) */
@@ -602,10 +603,11 @@ static bool quant_wgmma(const cuda_backend *cb, int n, int in, int out, const vo
 static fk_status run_quant_wgmma(cuda_backend *cb, void *y, const void *x, const qweight *w, const void *bias, int n,
                                  int in, int out, int epilogue, fk_error *err)
 {
-    const int splits =
-        cb->quant_wgmma_splits ? cb->quant_wgmma_splits : k_linear_quant_wgmma_splits(n, in, out, cb->n_sms);
+    const int tokens = cb->quant_wgmma_tokens;
+    const int splits = cb->quant_wgmma_splits ? cb->quant_wgmma_splits
+                                              : k_linear_quant_wgmma_splits(n, in, out, tokens, cb->n_sms);
     return launched(k_linear_quant_wgmma(y, x, w->data, w->scales, bias, w->format, n, in, out, epilogue, splits,
-                                         cb->quant_wgmma_stages, cb->stream),
+                                         cb->quant_wgmma_stages, tokens, cb->stream),
                     "linear_quant_wgmma", err);
 }
 
@@ -1030,6 +1032,7 @@ static fk_status gelu_epilogue_choice(bool *by_cublaslt, fk_error *err)
  * unset, those of a W under QUANT_WGMMA_LARGE_W elements up to QUANT_WGMMA_SMALL_W_MAX_M; 0 sends them on),
  * FK_QUANT_WGMMA_STAGES (0, 4, 6 or 8: its shared-memory stages; 0, the default, K_LINEAR_QUANT_WGMMA_STAGES),
  * FK_QUANT_WGMMA_SPLITS (0..8: its blocks along k, for measurements; 0, the default, lets the kernel choose),
+ * FK_QUANT_WGMMA_TOKENS (0, 64 or 128: its blocks' tokens; 0, the default, lets the kernel choose),
  * FK_QUANT_MMA_MAX_M (0..1048576, default QUANT_MMA_MAX_M_INT8 / _INT4: quantized
  * linears of more tokens, up to this many, run k_linear_quant_mma; above, and everywhere when both are 0, W is
  * dequantized for cuBLAS), FK_QUANT_MMA_ROWS (0, 64 or 128: that kernel's rows of W per block; 0, the default, lets
@@ -1063,6 +1066,7 @@ static fk_status tuning_from_env(cuda_backend *cb, fk_error *err)
         (s = fk_env_int("FK_QUANT_WGMMA_MAX_M", 0, 1 << 20, &quant_wgmma_max_m, err)) ||
         (s = fk_env_int("FK_QUANT_WGMMA_STAGES", 0, 8, &cb->quant_wgmma_stages, err)) ||
         (s = fk_env_int("FK_QUANT_WGMMA_SPLITS", 0, 8, &cb->quant_wgmma_splits, err)) ||
+        (s = fk_env_int("FK_QUANT_WGMMA_TOKENS", 0, 128, &cb->quant_wgmma_tokens, err)) ||
         (s = fk_env_int("FK_QUANT_MMA_MAX_M", 0, 1 << 20, &quant_mma_max_m, err)) ||
         (s = fk_env_int("FK_QUANT_MMA_ROWS", 0, 128, &cb->quant_mma_rows, err)) ||
         (s = fk_env_int("FK_QUANT_RESIDENT", 0, 2, &cb->quant_resident, err)) ||
@@ -1082,6 +1086,9 @@ static fk_status tuning_from_env(cuda_backend *cb, fk_error *err)
     if (cb->quant_wgmma_stages % 2 || cb->quant_wgmma_stages == 2)
         return fk_error_set(err, FK_ERR_INVALID_ARGUMENT, "FK_QUANT_WGMMA_STAGES=\"%d\" (expected 0, 4, 6 or 8)",
                             cb->quant_wgmma_stages);
+    if (cb->quant_wgmma_tokens && cb->quant_wgmma_tokens != 64 && cb->quant_wgmma_tokens != 128)
+        return fk_error_set(err, FK_ERR_INVALID_ARGUMENT, "FK_QUANT_WGMMA_TOKENS=\"%d\" (expected 0, 64 or 128)",
+                            cb->quant_wgmma_tokens);
     CUDA_OK(k_linear_quant_wgmma_available(&quant_wgmma_ok), "wgmma quantized linear probe");
     cb->quant_wgmma_max_m[0] = quant_wgmma_max_m < 0 ? QUANT_WGMMA_SMALL_W_MAX_M : quant_wgmma_max_m;
     cb->quant_wgmma_max_m[1] = quant_wgmma_max_m < 0 ? QUANT_WGMMA_MAX_M_DEFAULT : quant_wgmma_max_m;

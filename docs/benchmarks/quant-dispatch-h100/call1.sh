@@ -5,7 +5,8 @@
 # - bench-1b's engine, FK_QUANT_SMALL_MAX_M=16 (17-32 tokens to k_linear_quant_wgmma) alternated with the default
 #   at 17, 24, 32 and 48 requests, INT8 and INT4 (the thirtieth session's next-small-vs-wgmma.sh);
 # - bench_linear_quant at m = 64, 128 and 256 with the wgmma kernel's splits forced (FK_QUANT_WGMMA_SPLITS=1, 2, 4,
-#   8) and chosen (0): its "wgmma" column is the kernel at that split;
+#   8) and chosen (0), and at m = 128, 256 with blocks of 64 tokens (FK_QUANT_WGMMA_TOKENS=64, t64): its "wgmma"
+#   column is the kernel so run;
 # - Nsight Compute on the kernel where it is slowest against fp16.
 # LIMIT (seconds, default 560).
 set -u
@@ -38,9 +39,11 @@ for q in int8 int4; do
 done
 bl=/tmp/fk-native/kernels/bench/bench_linear_quant
 for m in 128 256 64; do
-    for sp in 0 1 2 4 8; do
+    for sp in 0 1 2 4 8 t64; do
         [ $(left) -lt 100 ] && break 2
-        FK_BENCH_M=$m FK_QUANT_WGMMA_SPLITS=$sp timeout 60 $bl >$L/blq-m$m-s$sp.txt 2>&1
+        [ $sp = t64 ] && [ $m = 64 ] && continue
+        case $sp in t64) env="FK_QUANT_WGMMA_TOKENS=64" ;; *) env="FK_QUANT_WGMMA_SPLITS=$sp" ;; esac
+        env FK_BENCH_M=$m $env timeout 60 $bl >$L/blq-m$m-s$sp.txt 2>&1
         note "bench_linear_quant m=$m splits=$sp rc=$?"
         grep -E "^llama.* $m \|" $L/blq-m$m-s$sp.txt | awk -v sp=$sp '{print "  s" sp, $0}' | cut -c1-110 >>$L/splits.txt
     done
