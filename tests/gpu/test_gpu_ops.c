@@ -262,7 +262,8 @@ static backend *cuda_with(const char *const env[4][2])
  * kernel on them (by default above the small kernel up to 64 tokens, up to 512 on weights of 16 M elements or more: the
  * default mode's 64; for every count with FK_QUANT_SMALL_MAX_M=0 and FK_QUANT_WGMMA_MAX_M=4096, with 4 and 8 stages
  * (the 4-stage ring wraps every 256 k): token tiles of 64 and of 128, one to three of them, split-K across a cluster on
- * the long k); our tiled mma.sync kernel on them (elsewhere above the small kernel, up to 128 tokens for INT8 and 64
+ * the long k; and with its choices forced, FK_QUANT_WGMMA_TOKENS and _SPLITS: 64-token tiles above 64 tokens with 8
+ * splits, which short k clamps, and 128-token tiles from 1 token without splits); our tiled mma.sync kernel on them (elsewhere above the small kernel, up to 128 tokens for INT8 and 64
  * for INT4 by default; for every count with the wgmma kernel off, FK_QUANT_SMALL_MAX_M=0 and FK_QUANT_MMA_MAX_M=4096,
  * with blocks of 64 and of 128 rows (FK_QUANT_MMA_ROWS): partial token tiles, one to five tiles of 64 tokens, split-K
  * on the long k), or W dequantized to fp16 for cuBLAS (above that by default: the 300-token cases; with all off, here
@@ -282,6 +283,14 @@ static const struct {
     {"wgmma kernel, 8 stages",
      {{"FK_QUANT_SMALL_MAX_M", "0"}, {"FK_QUANT_WGMMA_MAX_M", "4096"}, {"FK_QUANT_WGMMA_STAGES", "8"}},
      {0, 33, 65, 130, 300}},
+    {"wgmma kernel, 64-token blocks, 8 splits",
+     {{"FK_QUANT_SMALL_MAX_M", "0"}, {"FK_QUANT_WGMMA_MAX_M", "4096"}, {"FK_QUANT_WGMMA_TOKENS", "64"},
+      {"FK_QUANT_WGMMA_SPLITS", "8"}},
+     {0, 65, 130, 300, 0}},
+    {"wgmma kernel, 128-token blocks, 1 split",
+     {{"FK_QUANT_SMALL_MAX_M", "0"}, {"FK_QUANT_WGMMA_MAX_M", "4096"}, {"FK_QUANT_WGMMA_TOKENS", "128"},
+      {"FK_QUANT_WGMMA_SPLITS", "1"}},
+     {0, 33, 130, 0, 0}},
     {"tiled kernel, 64-row blocks",
      {{"FK_QUANT_SMALL_MAX_M", "0"}, {"FK_QUANT_WGMMA_MAX_M", "0"}, {"FK_QUANT_MMA_MAX_M", "4096"},
       {"FK_QUANT_MMA_ROWS", "64"}},
@@ -429,6 +438,8 @@ static void test_quant_layout(void **state)
                             {"FK_QUANT_MMA_MAX_M", "-1"},
                             {"FK_QUANT_WGMMA_MAX_M", "-1"},
                             {"FK_QUANT_WGMMA_STAGES", "5"},
+                            {"FK_QUANT_WGMMA_TOKENS", "96"},
+                            {"FK_QUANT_WGMMA_SPLITS", "9"},
                             {"FK_QUANT_MMA_ROWS", "96"},
                             {"FK_PADDED_SCRATCH_MB", "0"}};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
