@@ -25,6 +25,8 @@ note "device: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format
 ninja -C /tmp/fk-native >$L/build.log 2>&1 || { grep -E "error|FAILED" $L/build.log | head -30; exit 1; }
 [ -f /tmp/bench-1b/model.safetensors ] || python3 .peers/make_bench_model.py /tmp/bench-1b tests/fixtures/tokenizers/gpt2/tokenizer.json >$L/mk.log 2>&1
 note "built, bench-1b made"
+if FK_TEST_FILTER="test_quant_linear" timeout 120 /tmp/fk-native/tests/gpu/test_gpu_ops >$L/ops.log 2>&1; then r=passed; else r="FAILED rc=$?"; fi
+note "test_gpu_ops test_quant_linear (with the forced tile tokens and splits): $r"
 fk=/tmp/fk-native/tools/flashkernel
 for q in int8 int4; do
     for n in 32 24 48 17; do
