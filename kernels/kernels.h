@@ -157,14 +157,16 @@ int k_linear_quant_mma_rows(int m, int n, int n_sms);
 int k_linear_quant_mma_splits(int rows, int m, int k, int n, int n_sms);
 
 /* The same linear on Hopper's TMA and wgmma (linear_quant_wgmma.cu; any m, blocks of 128 rows of W by tile_tokens
- * tokens: 64 or 128; 0 chooses, 64 for up to 64 tokens, else 128): formats, layouts, k, epilogues and the math (INT8 q then the scale, INT4 (q - z) s in fp16) as for
- * k_linear_quant_mma; x and data 16-byte aligned, scales 4-byte aligned, y any. splits (1 .. 8) split k across the
- * blocks of a cluster, which add their sums in shared memory (k_linear_quant_wgmma_splits chooses); stages:
- * shared-memory stages of 64 k (4, 6 or 8; 0: K_LINEAR_QUANT_WGMMA_STAGES). Runs only once
+ * tokens, 64 or 128, k_linear_quant_wgmma_tokens chooses): formats, layouts, k, epilogues and the math (INT8 q then
+ * the scale, INT4 (q - z) s in fp16) as for k_linear_quant_mma; x and data 16-byte aligned, scales 4-byte aligned,
+ * y any. splits (1 .. 8) split k across the blocks of a cluster, which add their sums in shared memory
+ * (k_linear_quant_wgmma_splits chooses); stages: shared-memory stages of 64 k (4, 6 or 8; 0:
+ * K_LINEAR_QUANT_WGMMA_STAGES). Runs only once
  * k_linear_quant_wgmma_available has said so (compute capability 9.0, sm_90a code built, a driver with tensor maps);
  * cudaErrorNotSupported before that or where it said no. */
 #define K_LINEAR_QUANT_WGMMA_STAGES 6
 cudaError_t k_linear_quant_wgmma_available(int *available);
+int k_linear_quant_wgmma_tokens(int m, int k, int n, int n_sms);
 int k_linear_quant_wgmma_splits(int m, int k, int n, int tile_tokens, int n_sms);
 cudaError_t k_linear_quant_wgmma(void *y, const void *x, const void *data, const void *scales, const void *bias,
                                  int format, int m, int k, int n, int epilogue, int splits, int stages,

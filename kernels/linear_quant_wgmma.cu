@@ -2,8 +2,9 @@
 // wgmma): y[m][n] = epilogue(x[m][k] W'[n][k]^T + bias), W' the dequantized INT8 or INT4 weight of src/quant.h's
 // layouts, read packed. Where linear_quant_mma.cu (mma.sync) is issue-bound, here the tensor cores run
 // asynchronously while the warps dequantize the next step.
-// A block computes 128 rows of W by NTOK tokens (64 or 128; more tokens: more blocks along gridDim.x, which is the
-// fastest-moving, so that the blocks sharing a tile of W run together and it is read from DRAM once). One producer
+// A block computes 128 rows of W by NTOK tokens (64 or 128, as k_linear_quant_wgmma_tokens chooses; more tokens:
+// more blocks along gridDim.x, which is the fastest-moving, so that the blocks sharing a tile of W run together and
+// it is read from DRAM once). One producer
 // thread streams steps of 64 k through a ring of STAGES shared-memory stages by TMA: the packed W box (128 rows of 64
 // bytes INT8 / 32 bytes INT4, swizzled 64B / 32B so that the loads below hit every bank once) and x's box (NTOK rows
 // of 64 fp16, 128B-swizzled, rows past m zeros); the first STAGES W boxes go out before the PDL wait. Two consumer
@@ -314,17 +315,11 @@ cudaError_t launch_stages(__half *y, const __half *x, const uint8_t *wq, const _
     }
 }
 
-// The tokens of a block: tile_tokens where given (64 or 128), else 64 for up to 64 tokens and 128 above.
-int block_tokens(int m, int tile_tokens)
-{
-    return tile_tokens ? tile_tokens : m <= 64 ? 64 : 128;
-}
-
 template <int FMT, int EPI>
 cudaError_t launch_m(__half *y, const __half *x, const uint8_t *wq, const __half *scales, const __half *bias, int m,
                      int k, int n, int splits, int stages, int tile_tokens, cudaStream_t stream)
 {
-    if (block_tokens(m, tile_tokens) == 64)
+    if (tile_tokens == 64)
         return launch_stages<FMT, 64, EPI>(y, x, wq, scales, bias, m, k, n, splits, stages, stream);
     return launch_stages<FMT, 128, EPI>(y, x, wq, scales, bias, m, k, n, splits, stages, stream);
 }
@@ -354,17 +349,41 @@ extern "C" cudaError_t k_linear_quant_wgmma_available(int *available)
     return e;
 }
 
-extern "C" int k_linear_quant_wgmma_splits(int m, int k, int n, int tile_tokens, int n_sms)
+// Blocks along k for tiles of ntok tokens: while the blocks still fit on the SMs at once (one each), each keeping
+// at least 4 steps (4 x 64 k), at most max_splits.
+static int splits_for(int m, int k, int n, int ntok, int max_splits, int n_sms)
 {
-    // Blocks along k while the blocks still fit on the SMs at once (one each), each keeping at least 4 steps
-    // (4 x 64 k), at most a cluster's MAX_SPLITS.
-    const int ntok = block_tokens(m, tile_tokens);
     const int tiles = ((m + ntok - 1) / ntok) * ((n + ROWS - 1) / ROWS);
     int splits = n_sms / tiles;
     const int by_work = ((k + STEP - 1) / STEP) / 4;
     splits = splits < by_work ? splits : by_work;
-    splits = splits < MAX_SPLITS ? splits : MAX_SPLITS;
+    splits = splits < max_splits ? splits : max_splits;
     return splits < 1 ? 1 : splits;
+}
+
+// 128-token tiles take at most 4 splits: with 8, Llama-3.2-1B's o and down at 128 tokens took 14.2 and 23.6 us, with
+// 4 10.2 and 19.7 (bench_linear_quant; BENCHMARKS.md, thirty-first session).
+static int max_splits(int ntok)
+{
+    return ntok == 128 ? 4 : MAX_SPLITS;
+}
+
+extern "C" int k_linear_quant_wgmma_tokens(int m, int k, int n, int n_sms)
+{
+    if (m <= 64)
+        return 64;
+    // 65-128 tokens: 64-token tiles where 128-token ones would split k and 64-token ones fill the SMs with at most
+    // 2 splits. Llama-3-8B's o and down at 128 tokens: 17.3 and 42.2 us against 26.4 and 58.6 (same bench); where the
+    // 64-token tiles need 4 splits (1B's o and down) or the 128-token ones none (the gate|up), those lost.
+    if (m <= 128 && splits_for(m, k, n, 128, max_splits(128), n_sms) > 1 &&
+        splits_for(m, k, n, 64, max_splits(64), n_sms) <= 2)
+        return 64;
+    return 128;
+}
+
+extern "C" int k_linear_quant_wgmma_splits(int m, int k, int n, int tile_tokens, int n_sms)
+{
+    return splits_for(m, k, n, tile_tokens, max_splits(tile_tokens), n_sms);
 }
 
 extern "C" cudaError_t k_linear_quant_wgmma(void *y, const void *x, const void *data, const void *scales,
@@ -376,7 +395,8 @@ extern "C" cudaError_t k_linear_quant_wgmma(void *y, const void *x, const void *
     if (m <= 0 || n <= 0)
         return cudaSuccess;
     if (k <= 0 || k % (format == K_QUANT_INT8 ? 16 : GROUP) || splits < 1 || splits > MAX_SPLITS ||
-        (tile_tokens != 0 && tile_tokens != 64 && tile_tokens != 128) || (uintptr_t)x % 16 || (uintptr_t)data % 16 || (uintptr_t)scales % 4)
+        (tile_tokens != 64 && tile_tokens != 128) || (uintptr_t)x % 16 || (uintptr_t)data % 16 ||
+        (uintptr_t)scales % 4)
         return cudaErrorInvalidValue;
     if (stages == 0)
         stages = K_LINEAR_QUANT_WGMMA_STAGES;

@@ -95,6 +95,9 @@ typedef struct cuda_backend {
  * tiled kernel did not gain for INT8 (-2 %) though it wins on most shapes alone, and loses on most for INT4
  * (BENCHMARKS.md). */
 #define QUANT_SMALL_MAX_M_DEFAULT 32
+/* On a Hopper, up to 16 (one pass): 17-32 tokens go to k_linear_quant_wgmma, which in bench-1b's engine made INT8
+ * +29 % at 32 requests and +15 % at 24, INT4 +8 % at 32 and -1 % at 24 (BENCHMARKS.md, thirty-first session). */
+#define QUANT_SMALL_MAX_M_HOPPER 16
 /* On a Hopper, quantized linears of more tokens, up to this many, run k_linear_quant_wgmma where W has
  * QUANT_WGMMA_LARGE_W elements or more, and up to QUANT_WGMMA_SMALL_W_MAX_M tokens where it has fewer. In
  * bench_linear_quant (BENCHMARKS.md, thirtieth session) it beat the other paths at 32 and 64 tokens on every
@@ -603,7 +606,8 @@ static bool quant_wgmma(const cuda_backend *cb, int n, int in, int out, const vo
 static fk_status run_quant_wgmma(cuda_backend *cb, void *y, const void *x, const qweight *w, const void *bias, int n,
                                  int in, int out, int epilogue, fk_error *err)
 {
-    const int tokens = cb->quant_wgmma_tokens;
+    const int tokens =
+        cb->quant_wgmma_tokens ? cb->quant_wgmma_tokens : k_linear_quant_wgmma_tokens(n, in, out, cb->n_sms);
     const int splits = cb->quant_wgmma_splits ? cb->quant_wgmma_splits
                                               : k_linear_quant_wgmma_splits(n, in, out, tokens, cb->n_sms);
     return launched(k_linear_quant_wgmma(y, x, w->data, w->scales, bias, w->format, n, in, out, epilogue, splits,
@@ -1026,10 +1030,11 @@ static fk_status gelu_epilogue_choice(bool *by_cublaslt, fk_error *err)
  * k_linear_wgmma; 0 sends them to cuBLAS), FK_WGMMA_LINEAR_STAGES (0, 4, 6 or 8: its shared-memory stages; 0, the
  * default, K_LINEAR_WGMMA_STAGES), FK_WGMMA_LINEAR_SPLITS (1 sends it also the linears it would split along k; 0,
  * the default, keeps those on cuBLAS), FK_QUANT_SMALL_MAX_M (0..256, default
- * QUANT_SMALL_MAX_M_DEFAULT: quantized linears of up to this many tokens run k_linear_quant, 16 tokens a pass; 0
- * sends every one to the next path), FK_QUANT_WGMMA_MAX_M (0..1048576, default QUANT_WGMMA_MAX_M_DEFAULT: on a
- * Hopper, quantized linears of more tokens, up to this many, run k_linear_quant_wgmma, whatever the size of W;
- * unset, those of a W under QUANT_WGMMA_LARGE_W elements up to QUANT_WGMMA_SMALL_W_MAX_M; 0 sends them on),
+ * QUANT_SMALL_MAX_M_DEFAULT, on a Hopper QUANT_SMALL_MAX_M_HOPPER: quantized linears of up to this many tokens run
+ * k_linear_quant, 16 tokens a pass; 0 sends every one to the next path), FK_QUANT_WGMMA_MAX_M (0..1048576,
+ * default QUANT_WGMMA_MAX_M_DEFAULT: on a Hopper, quantized linears of more tokens, up to this many, run
+ * k_linear_quant_wgmma, whatever the size of W; unset, those of a W under QUANT_WGMMA_LARGE_W elements up to
+ * QUANT_WGMMA_SMALL_W_MAX_M; 0 sends them on),
  * FK_QUANT_WGMMA_STAGES (0, 4, 6 or 8: its shared-memory stages; 0, the default, K_LINEAR_QUANT_WGMMA_STAGES),
  * FK_QUANT_WGMMA_SPLITS (0..8: its blocks along k, for measurements; 0, the default, lets the kernel choose),
  * FK_QUANT_WGMMA_TOKENS (0, 64 or 128: its blocks' tokens; 0, the default, lets the kernel choose),
@@ -1049,7 +1054,7 @@ static fk_status tuning_from_env(cuda_backend *cb, fk_error *err)
 {
     cb->small_linear_max_m = SMALL_LINEAR_MAX_M_DEFAULT;
     cb->unaligned_max_m = UNALIGNED_MAX_M_DEFAULT;
-    cb->quant_small_max_m = QUANT_SMALL_MAX_M_DEFAULT;
+    cb->quant_small_max_m = -1; /* unset: by the device, below */
     cb->quant_resident = 1;
     int quant_mma_max_m = -1, wgmma_max_m = WGMMA_LINEAR_MAX_M_DEFAULT, wgmma_ok, resident_ok, quant_wgmma_ok;
     int quant_wgmma_max_m = -1;
@@ -1094,6 +1099,8 @@ static fk_status tuning_from_env(cuda_backend *cb, fk_error *err)
     cb->quant_wgmma_max_m[1] = quant_wgmma_max_m < 0 ? QUANT_WGMMA_MAX_M_DEFAULT : quant_wgmma_max_m;
     if (!quant_wgmma_ok)
         cb->quant_wgmma_max_m[0] = cb->quant_wgmma_max_m[1] = 0;
+    if (cb->quant_small_max_m < 0)
+        cb->quant_small_max_m = quant_wgmma_ok ? QUANT_SMALL_MAX_M_HOPPER : QUANT_SMALL_MAX_M_DEFAULT;
     CUDA_OK(k_linear_quant_resident_available(&resident_ok), "resident quantized linear probe");
     if (!resident_ok)
         cb->quant_resident = 0;

@@ -258,9 +258,10 @@ static backend *cuda_with(const char *const env[4][2])
 }
 
 /* The paths a quantized linear can take, and the token counts that exercise each: our small-batch kernel on the packed
- * weights (16 tokens a pass: up to 32 tokens by default, up to 64 with FK_QUANT_SMALL_MAX_M=64); on a Hopper the wgmma
- * kernel on them (by default above the small kernel up to 64 tokens, up to 512 on weights of 16 M elements or more: the
- * default mode's 64; for every count with FK_QUANT_SMALL_MAX_M=0 and FK_QUANT_WGMMA_MAX_M=4096, with 4 and 8 stages
+ * weights (16 tokens a pass: up to 32 tokens by default, 16 on a Hopper, up to 64 with FK_QUANT_SMALL_MAX_M=64); on a
+ * Hopper the wgmma kernel on them (by default above the small kernel up to 64 tokens, up to 512 on weights of 16 M
+ * elements or more: the default mode's 24 and 64, and 100, which takes 64-token tiles on Llama-3-8B's o; for every
+ * count with FK_QUANT_SMALL_MAX_M=0 and FK_QUANT_WGMMA_MAX_M=4096, with 4 and 8 stages
  * (the 4-stage ring wraps every 256 k): token tiles of 64 and of 128, one to three of them, split-K across a cluster on
  * the long k; and with its choices forced, FK_QUANT_WGMMA_TOKENS and _SPLITS: 64-token tiles above 64 tokens with 8
  * splits, which short k clamps, and 128-token tiles from 1 token without splits); our tiled mma.sync kernel on them (elsewhere above the small kernel, up to 128 tokens for INT8 and 64
@@ -275,7 +276,7 @@ static const struct {
     const char *env[4][2];
     int ns[5];
 } quant_modes[] = {
-    {"default", {{NULL, NULL}}, {0, 24, 64, 300, 0}},
+    {"default", {{NULL, NULL}}, {0, 24, 64, 100, 300}},
     {"small kernel up to 64 tokens", {{"FK_QUANT_SMALL_MAX_M", "64"}, {NULL, NULL}}, {17, 31, 33, 64, 0}},
     {"wgmma kernel, 4 stages",
      {{"FK_QUANT_SMALL_MAX_M", "0"}, {"FK_QUANT_WGMMA_MAX_M", "4096"}, {"FK_QUANT_WGMMA_STAGES", "4"}},
@@ -309,13 +310,14 @@ static const struct {
 /* Both formats in every mode, against the CPU on the same quantized weights. Small shapes: INT8 k a multiple of 16
  * but not of its 64-wide step, k = 16, k its kernel does not take (40: dequantized then the fp16 small kernel; 129:
  * cuBLAS); INT4 one to nine groups; rows not a multiple of 16, a single row, few rows with a long k (split-K). Then
- * the model shapes (Llama-3.2-1B, GPT-2, Llama-3-8B's down projection, bench-1b's lm_head rows / 16) at fewer token
- * counts, and random shapes drawn each run. */
+ * the model shapes (Llama-3.2-1B, GPT-2, Llama-3-8B's down projection and o, bench-1b's lm_head rows / 16) at fewer
+ * token counts, and random shapes drawn each run. */
 static void quant_linear_cases(enum linear_kind kind)
 {
     const int small[2][5][2] = {{{144, 33}, {16, 5}, {40, 83}, {129, 100}, {4096, 17}},
                                 {{128, 33}, {384, 83}, {1152, 100}, {256, 1}, {4096, 17}}};
-    const int large[][2] = {{2048, 3072}, {768, 2304}, {8192, 64}, {14336, 40}, {2048, 3141}, {8192, 2048}};
+    const int large[][2] = {{2048, 3072}, {768, 2304}, {8192, 64},  {14336, 40},
+                            {2048, 3141}, {4096, 4096}, {8192, 2048}};
     backend *shared = gpu;
     for (fk_quantization f = FK_QUANT_INT8; f <= FK_QUANT_INT4; f++)
         for (size_t mi = 0; mi < sizeof quant_modes / sizeof quant_modes[0]; mi++) {
