@@ -261,16 +261,17 @@ static backend *cuda_with(const char *const env[4][2])
  * weights (16 tokens a pass: up to 32 tokens by default, 16 on a Hopper, up to 64 with FK_QUANT_SMALL_MAX_M=64); on a
  * Hopper the wgmma kernel on them (by default above the small kernel up to 64 tokens, up to 512 on weights of 16 M
  * elements or more: the default mode's 24 and 64, and 100, which takes 64-token tiles on Llama-3-8B's o; for every
- * count with FK_QUANT_SMALL_MAX_M=0 and FK_QUANT_WGMMA_MAX_M=4096, with 4 and 8 stages
- * (the 4-stage ring wraps every 256 k): token tiles of 64 and of 128, one to three of them, split-K across a cluster on
- * the long k; and with its choices forced, FK_QUANT_WGMMA_TOKENS and _SPLITS: 64-token tiles above 64 tokens with 8
- * splits, which short k clamps, and 128-token tiles from 1 token without splits); our tiled mma.sync kernel on them (elsewhere above the small kernel, up to 128 tokens for INT8 and 64
- * for INT4 by default; for every count with the wgmma kernel off, FK_QUANT_SMALL_MAX_M=0 and FK_QUANT_MMA_MAX_M=4096,
- * with blocks of 64 and of 128 rows (FK_QUANT_MMA_ROWS): partial token tiles, one to five tiles of 64 tokens, split-K
- * on the long k), or W dequantized to fp16 for cuBLAS (above that by default: the 300-token cases; with all off, here
- * with a 1 MiB scratch so that large weights go a chunk of rows at a time). With FK_QUANT_RESIDENT=2, one token tile
- * goes to the kernel with W in shared memory wherever it fits (the large shapes at 1, 8 or 2 tokens: Llama-1B's down
- * projection at 2), 9 tokens to the small kernel. ns[0] = 0: every count from 1 to 17, then ns[1..]. */
+ * count with FK_QUANT_SMALL_MAX_M=0 and FK_QUANT_WGMMA_MAX_M=4096, with 4 and 8 stages (the 4-stage ring wraps every
+ * 256 k): token tiles of 64 and of 128, one to three of them, split-K across a cluster on the long k; and with its
+ * choices forced, FK_QUANT_WGMMA_TOKENS and _SPLITS: 64-token tiles above 64 tokens with 8 splits, which short k
+ * clamps, and 128-token tiles from 1 token without splits); our tiled mma.sync kernel on them (elsewhere above the
+ * small kernel, up to 128 tokens for INT8 and 64 for INT4 by default; for every count with the wgmma kernel off,
+ * FK_QUANT_SMALL_MAX_M=0 and FK_QUANT_MMA_MAX_M=4096, with blocks of 64 and of 128 rows (FK_QUANT_MMA_ROWS): partial
+ * token tiles, one to five tiles of 64 tokens, split-K on the long k), or W dequantized to fp16 for cuBLAS (above that
+ * by default: the 300-token cases; with all off, here with a 1 MiB scratch so that large weights go a chunk of rows at
+ * a time). With FK_QUANT_RESIDENT=2, one token tile goes to the kernel with W in shared memory wherever it fits (the
+ * large shapes at 1, 8 or 2 tokens: Llama-1B's down projection at 2), 9 tokens to the small kernel. ns[0] = 0: every
+ * count from 1 to 17, then ns[1..]. */
 static const struct {
     const char *name;
     const char *env[4][2];
@@ -291,7 +292,7 @@ static const struct {
     {"wgmma kernel, 128-token blocks, 1 split",
      {{"FK_QUANT_SMALL_MAX_M", "0"}, {"FK_QUANT_WGMMA_MAX_M", "4096"}, {"FK_QUANT_WGMMA_TOKENS", "128"},
       {"FK_QUANT_WGMMA_SPLITS", "1"}},
-     {0, 33, 130, 0, 0}},
+     {0, 33, 130, 65, 0}},
     {"tiled kernel, 64-row blocks",
      {{"FK_QUANT_SMALL_MAX_M", "0"}, {"FK_QUANT_WGMMA_MAX_M", "0"}, {"FK_QUANT_MMA_MAX_M", "4096"},
       {"FK_QUANT_MMA_ROWS", "64"}},
