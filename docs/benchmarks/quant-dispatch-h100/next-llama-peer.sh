@@ -11,9 +11,11 @@ note() { echo "[$(( $(date +%s) - T0 ))s] $*" | tee -a $S; }
 note "device: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader); tree $(cat .peers/commit) + working tree"
 deploy/offline-deps.sh unpack .deps /tmp/fk-deps >/dev/null
 export LD_LIBRARY_PATH=/tmp/fk-deps/usr/lib/x86_64-linux-gnu
+[ -f /tmp/fk-native/build.ninja ] || meson setup /tmp/fk-native -Ddep_prefix=/tmp/fk-deps -Dcuda=enabled \
+    -Dcuda-arch=sm_90a >$L/setup.log 2>&1
 ninja -C /tmp/fk-native tools/flashkernel >$L/build.log 2>&1; note "ours: $(tail -1 $L/build.log)"
-for i in $(seq 1 100); do [ -f /tmp/llama.cpp/done ] && break; sleep 5; done
-note "llama.cpp build: done=$(cat /tmp/llama.cpp/done 2>/dev/null) $(tail -1 /tmp/llama-build.log 2>/dev/null)"
+[ -f /tmp/bench-1b/model.safetensors ] || python3 .peers/make_bench_model.py /tmp/bench-1b \
+    tests/fixtures/tokenizers/gpt2/tokenizer.json >$L/mk.log 2>&1
 eng() { # label extra-args...
     local label=$1; shift
     timeout 120 /tmp/fk-native/tools/flashkernel bench-engine --model /tmp/bench-1b --device cuda --requests 1 \
@@ -21,13 +23,8 @@ eng() { # label extra-args...
     note "bench-engine $label: $(grep -E 'output tokens/s' $L/engine-$label.log | tail -1)"
 }
 for q in none int8 int4; do eng $q-before --quantization $q; done
-l=/tmp/llama.cpp
-PYTHONPATH=$l/gguf-py python3 $l/convert_hf_to_gguf.py /tmp/bench-1b --outtype f16 --outfile /tmp/b1b-f16.gguf >$L/convert.log 2>&1 || note "convert: FAILED"
-for q in Q8_0 Q4_0; do $l/build/bin/llama-quantize /tmp/b1b-f16.gguf /tmp/b1b-$q.gguf $q >$L/quantize-$q.log 2>&1 || note "quantize $q: FAILED"; done
-for q in f16 Q8_0 Q4_0; do
-    $l/build/bin/llama-bench -m /tmp/b1b-$q.gguf -p 0 -n 128 -ngl 99 -fa 1 -r 5 >$L/llama-bench-$q.log 2>&1
-    note "llama-bench bench-1b $q tg128: $(grep -E 'tg128' $L/llama-bench-$q.log | tr -s ' ')"
-done
+tests/gpu/run-on-device.sh llamacpp >$L/llamacpp.txt 2>&1 # waits for the build; convert, quantize, llama-bench
+grep "llama" $L/llamacpp.txt | tee -a $S
 for q in none int8 int4; do eng $q-after --quantization $q; done
 tar czf $OUT/l2.tgz -C $OUT l2
 cat $S
