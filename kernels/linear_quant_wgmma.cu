@@ -10,10 +10,10 @@
 // of 64 fp16, 128B-swizzled, rows past m zeros); the first STAGES W boxes go out before the PDL wait. Two consumer
 // warpgroups each own 64 rows of W: per step every thread loads its rows' bytes, dequantizes them into the wgmma A
 // fragments in registers (k in natural order: thread (g = lane / 4, t = lane % 4) of warp w holds rows 16w + g and
-// 16w + g + 8, k 2t, 2t + 1 and 2t + 8, 2t + 9 of each 16-k slice), issues four wgmma m64nNTOKk16 with x from
-// shared memory as B (K-major), waits for them and hands the stage back; while one warpgroup's wgmmas run, the other
-// dequantizes (a warpgroup cannot overlap its own: ptxas serializes wgmmas whose A registers are written while
-// earlier ones are in flight).
+// 16w + g + 8, k 2t, 2t + 1 and 2t + 8, 2t + 9 of each 16-k slice) and issues four wgmma m64nNTOKk16 with x from
+// shared memory as B (K-major). The fragments alternate between two register sets, so a warpgroup dequantizes step
+// i + 1 while its wgmmas of step i run, then waits for those and hands step i's stage back (with one set, ptxas
+// would serialize wgmmas whose A registers are rewritten while they run); the other warpgroup's work interleaves.
 // - INT8: A = q exactly (int8_pair); the fp32 sum is multiplied by the row's scale in the epilogue.
 // - INT4: A = (q - z) s rounded to fp16, the weight k_dequant makes for cuBLAS; each thread reads its rows' (scale,
 //   zero) pairs from global memory one group (two steps) ahead.
@@ -208,12 +208,11 @@ __global__ void __launch_bounds__(THREADS, 1)
                 }
             }
         };
-        // Step i: wait for its stage, dequantize, run its wgmmas, hand the stage back. A warpgroup waits for its own
-        // wgmmas before it dequantizes the next step (registers that wgmmas in flight read must not be redefined);
-        // the other warpgroup's dequantizing fills that time.
-        for (int i = 0; i < s_end - s_begin; i++) {
+        // Step i: wait for its stage, dequantize into a (one of two register sets), issue its wgmmas. Step i + 1
+        // dequantizes into the other set while step i's wgmmas run; once at most one group is in flight, step i's
+        // set and stage are free (wgmmas of one shape accumulate into the same registers in order).
+        auto issue = [&](int i, uint32_t (&a)[4][4]) {
             const int s = i % STAGES;
-            uint32_t a[4][4];
             mbarrier_wait(full + 8 * s, (i / STAGES) & 1);
             dequant(i, a);
             wgmma_fence();
@@ -221,8 +220,19 @@ __global__ void __launch_bounds__(THREADS, 1)
             for (int kk = 0; kk < 4; kk++) // 16 k (32 bytes) a slice within x's swizzled 128-byte rows
                 wgmma_rs<NTOK>(acc, a[kk], smem_desc(base + s * STAGE + kk * 32, 16));
             wgmma_commit();
-            wgmma_wait<0>();
-            mbarrier_arrive(empty + 8 * s);
+        };
+        const int n_mine = s_end - s_begin; // at least 1: no split is empty
+        uint32_t a0[4][4], a1[4][4];
+        issue(0, a0);
+        for (int i = 1; i < n_mine; i += 2) { // the sets alternate by hand, so that each stays in fixed registers
+            issue(i, a1);
+            wgmma_wait<1>();
+            mbarrier_arrive(empty + 8 * ((i - 1) % STAGES));
+            if (i + 1 < n_mine) {
+                issue(i + 1, a0);
+                wgmma_wait<1>();
+                mbarrier_arrive(empty + 8 * (i % STAGES));
+            }
         }
         wgmma_wait_all(acc);
         if (n_splits == 1) {

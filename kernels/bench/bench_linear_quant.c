@@ -16,8 +16,11 @@
  *   default      the backend as shipped (which of the above it picks at each m)
  * on Llama-3.2-1B's and Llama-3-8B's linears (gate|up as one linear of 2f rows: its SiLU·mul pass is the same for
  * all) at m = 32 .. 2048. The target: the fastest quantized way within 1.3x of fp16.
+ * FK_BENCH_WAYS (a comma-separated list of the names above, e.g. "fp16,wgmma,default") times only those; the others
+ * print 0, as passes does above 256 tokens.
  * Timing as bench_linear_gelu.c (each call recorded 20 times into a graph by the backend's capture, median of 15
  * replays / 20), with copies of each weight cycled so that they exceed the L2 cache, as in a model's pass. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,6 +95,22 @@ static const char *const way_names[WAYS] = {"fp16",        "wgmma",      "wgmma 
                                             "dequant 64M", "dequant 8M", "passes",  "default"};
 #define N_M 7
 
+/* Whether `name` is in the comma-separated `list` (every way when the list is unset). */
+static bool way_listed(const char *list, const char *name)
+{
+    if (!list)
+        return true;
+    const size_t len = strlen(name);
+    for (const char *p = list; *p;) {
+        const char *end = strchr(p, ',');
+        const size_t n = end ? (size_t)(end - p) : strlen(p);
+        if (n == len && !strncmp(p, name, len))
+            return true;
+        p += n + (end != NULL);
+    }
+    return false;
+}
+
 int main(void)
 {
     const char *const env[WAYS][4][2] = {
@@ -126,6 +145,9 @@ int main(void)
            way_names[8], "best", "vs fp16");
     const char *only = getenv("FK_BENCH_ONLY"); /* a substring of the shape's name */
     const int only_m = getenv("FK_BENCH_M") ? atoi(getenv("FK_BENCH_M")) : 0; /* one of ms (for a profiler) */
+    bool timed[WAYS];
+    for (int way = 0; way < WAYS; way++)
+        timed[way] = way_listed(getenv("FK_BENCH_WAYS"), way_names[way]);
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
         if (only && !strstr(shapes[si].name, only))
             continue;
@@ -138,7 +160,7 @@ int main(void)
         double us[WAYS][N_M] = {{0}};
         for (fk_quantization f = FK_QUANT_INT8; f <= FK_QUANT_INT4; f++) {
             for (int way = 0; way < WAYS; way++) {
-                if (way == FP16 && f != FK_QUANT_INT8) /* the fp16 row serves both formats */
+                if (!timed[way] || (way == FP16 && f != FK_QUANT_INT8)) /* the fp16 row serves both formats */
                     continue;
                 backend *be = bes[way];
                 const fk_quantization wf = way == FP16 ? FK_QUANT_NONE : f;
@@ -164,22 +186,22 @@ int main(void)
                 free(w);
             }
             for (int mi = 0; mi < N_M; mi++) {
-                int best = TILED;
+                int best = -1; /* the fastest way timed, the default aside */
                 for (int way = WGMMA; way < DEFAULT; way++)
-                    if (us[way][mi] > 0 && us[way][mi] < us[best][mi])
+                    if (us[way][mi] > 0 && (best < 0 || us[way][mi] < us[best][mi]))
                         best = way;
-                const double ratio = us[DEFAULT][mi] / us[FP16][mi];
+                const double ratio = us[FP16][mi] > 0 ? us[DEFAULT][mi] / us[FP16][mi] : 0;
                 printf("%-22s %4s %5d | %8.2f | %8.2f %8.2f %8.2f %9.2f %11.2f %10.2f %8.2f | %8.2f | %-11s "
                        "%5.2fx%s\n",
                        shapes[si].name, fk_quantization_name(f), ms[mi], us[FP16][mi], us[WGMMA][mi], us[WGMMA_8][mi],
                        us[TILED][mi], us[TILED_128][mi], us[DEQUANT_64M][mi], us[DEQUANT_8M][mi], us[PASSES][mi],
-                       us[DEFAULT][mi], way_names[best], ratio, ratio > 1.3 ? " (over 1.3x)" : "");
+                       us[DEFAULT][mi], best < 0 ? "-" : way_names[best], ratio, ratio > 1.3 ? " (over 1.3x)" : "");
                 printf("RESULT linear_quant_large %s %s m=%d: fp16 %.2f us; wgmma %.2f, wgmma 8 %.2f, tiled %.2f, "
                        "tiled 128 %.2f, dequant 64M %.2f, 8M %.2f, passes %.2f, default %.2f us; best %s; default "
                        "%.2fx fp16\n",
                        fk_quantization_name(f), shapes[si].name, ms[mi], us[FP16][mi], us[WGMMA][mi], us[WGMMA_8][mi],
                        us[TILED][mi], us[TILED_128][mi], us[DEQUANT_64M][mi], us[DEQUANT_8M][mi], us[PASSES][mi],
-                       us[DEFAULT][mi], way_names[best], ratio);
+                       us[DEFAULT][mi], best < 0 ? "-" : way_names[best], ratio);
             }
         }
         free(host), free(xh);
