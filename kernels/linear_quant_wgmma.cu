@@ -224,15 +224,20 @@ __global__ void __launch_bounds__(THREADS, 1)
         const int n_mine = s_end - s_begin; // at least 1: no split is empty
         uint32_t a0[4][4], a1[4][4];
         issue(0, a0);
-        for (int i = 1; i < n_mine; i += 2) { // the sets alternate by hand, so that each stays in fixed registers
+        int i = 1;
+        for (; i + 1 < n_mine; i += 2) { // by pairs, the body without a branch: ptxas serialized every wgmma
+                                         // (C7513) when the second step of a pair was conditional
             issue(i, a1);
             wgmma_wait<1>();
             mbarrier_arrive(empty + 8 * ((i - 1) % STAGES));
-            if (i + 1 < n_mine) {
-                issue(i + 1, a0);
-                wgmma_wait<1>();
-                mbarrier_arrive(empty + 8 * (i % STAGES));
-            }
+            issue(i + 1, a0);
+            wgmma_wait<1>();
+            mbarrier_arrive(empty + 8 * (i % STAGES));
+        }
+        if (i < n_mine) {
+            issue(i, a1);
+            wgmma_wait<1>();
+            mbarrier_arrive(empty + 8 * ((i - 1) % STAGES));
         }
         wgmma_wait_all(acc);
         if (n_splits == 1) {
