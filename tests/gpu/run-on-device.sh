@@ -7,7 +7,8 @@
 #                              [kernels-compile] [bench-8b-prep] [serving-8b]
 #                              (default: test sanitize bench server)
 #   test:     build natively (sm_90a) and as compute_75 PTX only (the T4 path, JIT-compiled by the driver) and run
-#             the gpu suite on both
+#             the gpu suite on both (FK_TEST_BUILDS="native:sm_90a" or "ptx75:compute_75": one of them, for a
+#             call too short for both)
 #   sanitize: compute-sanitizer memcheck (leak check), racecheck, initcheck and synccheck on the op tests
 #   bench:    kernels/bench (ours vs cuBLAS and the measured device ceilings; decode-kernel variants), PyTorch SDPA
 #             peers, and batch-1 greedy decode of bench-1b (.peers/make_bench_model.py: Llama-3.2-1B dims, GPT-2
@@ -78,7 +79,7 @@ build() { # name arch
 }
 
 case " $steps " in *" test "*)
-    for v in native:sm_90a ptx75:compute_75; do
+    for v in ${FK_TEST_BUILDS:-native:sm_90a ptx75:compute_75}; do
         n=${v%%:*}; a=${v#*:}
         build "$n" "$a" || continue
         if meson test -C "/tmp/fk-$n" --suite gpu --print-errorlogs >"$out/test-$n.log" 2>&1; then r=passed; else r=FAILED; fi
