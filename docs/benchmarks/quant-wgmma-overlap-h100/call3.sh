@@ -56,4 +56,3 @@ grep -E "^ *[0-9]+/[0-9]+ " $L/suite-new.log | tee -a $S
 cp /tmp/fk-new/meson-logs/testlog.txt $L/suite-new-testlog.txt 2>/dev/null
 tar czf $OUT/l3.tgz -C $OUT l3
 cat $S
-grep '^llama' $L/blq-new.txt | cut -c1-40,100-
