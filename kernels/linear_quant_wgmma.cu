@@ -208,7 +208,12 @@ __global__ void __launch_bounds__(THREADS, 1)
                 }
             }
         };
-        // Step i: wait for its stage, dequantize into a (one of two register sets), issue its wgmmas.
+        // Step i: wait for its stage, dequantize into a (one of two register sets), issue its wgmmas. Step i + 1
+        // dequantizes into the other set while step i's wgmmas run; once at most one group is in flight, step i's
+        // set and stage are free (wgmmas of one shape accumulate into the same registers in order). The second set
+        // takes 64-token tiles from 78-93 registers a thread to 114-121, one block an SM instead of two: alone, back to
+        // back, their split shapes got slower (1B's o at 64 tokens 6.9 -> 9.4 us), but bench-1b's engine at 64
+        // requests, whose decode linears are these tiles, gained 6 % (docs/BENCHMARKS.md, thirty-second session).
         auto issue = [&](int i, uint32_t (&a)[4][4]) {
             const int s = i % STAGES;
             mbarrier_wait(full + 8 * s, (i / STAGES) & 1);
@@ -221,35 +226,21 @@ __global__ void __launch_bounds__(THREADS, 1)
         };
         const int n_mine = s_end - s_begin; // at least 1: no split is empty
         uint32_t a0[4][4], a1[4][4];
-        if constexpr (NTOK == 64) {
-            // One set: each step's wgmmas finish before the next step dequantizes; the other warpgroup fills that
-            // time. With two sets these tiles took 114-121 registers a thread, past two blocks an SM (78-93 here),
-            // and measured slower at 32 and 64 tokens (docs/BENCHMARKS.md, thirty-second session); capped at two
-            // blocks' registers, ptxas serializes their wgmmas (C7512).
-            for (int i = 0; i < n_mine; i++) {
-                issue(i, a0);
-                wgmma_wait<0>();
-                mbarrier_arrive(empty + 8 * (i % STAGES));
-            }
-        } else {
-            // Two sets: step i + 1 dequantizes while step i's wgmmas run; once at most one group is in flight,
-            // step i's set and stage are free (wgmmas of one shape accumulate into the same registers in order).
-            issue(0, a0);
-            int i = 1;
-            for (; i + 1 < n_mine; i += 2) { // by pairs, the body without a branch: ptxas serialized every wgmma
-                                             // (C7513) when the second step of a pair was conditional
-                issue(i, a1);
-                wgmma_wait<1>();
-                mbarrier_arrive(empty + 8 * ((i - 1) % STAGES));
-                issue(i + 1, a0);
-                wgmma_wait<1>();
-                mbarrier_arrive(empty + 8 * (i % STAGES));
-            }
-            if (i < n_mine) {
-                issue(i, a1);
-                wgmma_wait<1>();
-                mbarrier_arrive(empty + 8 * ((i - 1) % STAGES));
-            }
+        issue(0, a0);
+        int i = 1;
+        for (; i + 1 < n_mine; i += 2) { // by pairs, the body without a branch: ptxas serialized every wgmma
+                                         // (C7513) when the second step of a pair was conditional
+            issue(i, a1);
+            wgmma_wait<1>();
+            mbarrier_arrive(empty + 8 * ((i - 1) % STAGES));
+            issue(i + 1, a0);
+            wgmma_wait<1>();
+            mbarrier_arrive(empty + 8 * (i % STAGES));
+        }
+        if (i < n_mine) {
+            issue(i, a1);
+            wgmma_wait<1>();
+            mbarrier_arrive(empty + 8 * ((i - 1) % STAGES));
         }
         wgmma_wait_all(acc);
         if (n_splits == 1) {
