@@ -103,7 +103,7 @@ typedef struct cuda_backend {
  * bench_linear_quant (BENCHMARKS.md, thirtieth session) it beat the other paths at 32 and 64 tokens on every
  * Llama-1B/8B shape but 8B's down in INT4 (-13 %) and o (-5 %); on the larger weights up to 512 tokens but 1B's
  * down and 8B's o at 128 (-12 %, -25 %); on 1B's qkv and o (6 M and 4 M elements) it lost from 128 tokens on. With
- * its 128-token tiles overlapped and at most 4 splits (thirty-first and thirty-second sessions) it won those two at
+ * its steps overlapped and at most 4 splits (thirty-first and thirty-second sessions) it won those two at
  * 128 tokens too (qkv 10.8 against dequantize + cuBLAS's 13.2 us, o 9.6 against the tiled kernel's 10.2, INT8 on an
  * H200; INT4 alike), and lost at 256. */
 #define QUANT_WGMMA_MAX_M_DEFAULT 512
