@@ -26,7 +26,7 @@ note "gpu suite native: rc=$? — $(grep -E '^(Ok|Fail|Skipped|Timeout):' $L/tes
 grep -E '^ *[0-9]+/[0-9]+ ' $L/test-native.log | tee -a $S
 cp /tmp/fk-native/meson-logs/testlog.txt $L/testlog-native.txt
 grep -hE "worst logit error|greedy equal" $L/testlog-native.txt | head -20 | tee -a $S
-(nice -n 10 sh -c "meson setup /tmp/fk-ptx75 -Ddep_prefix=$prefix -Dcuda=enabled -Dcuda-arch=compute_75 >/tmp/ptx75-setup.log 2>&1 && ninja -C /tmp/fk-ptx75 >/tmp/ptx75-build.log 2>&1; echo \$? >/tmp/ptx75-done" </dev/null >/dev/null 2>&1 &)
+setsid nice -n 10 sh -c "meson setup /tmp/fk-ptx75 -Ddep_prefix=$prefix -Dcuda=enabled -Dcuda-arch=compute_75 >/tmp/ptx75-setup.log 2>&1 && ninja -C /tmp/fk-ptx75 >/tmp/ptx75-build.log 2>&1; echo \$? >/tmp/ptx75-done" </dev/null >/dev/null 2>&1 &
 note "llama.cpp build: $(tail -c 300 /tmp/llama.cpp/build.log 2>/dev/null | tr '\n' ' ' | tail -c 120)"
 tar czf $OUT/l2.tgz -C $OUT l2 && rm -rf $L
 cat $S
