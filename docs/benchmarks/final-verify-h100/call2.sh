@@ -2,7 +2,8 @@
 # Thirty-third session, call 2: the native gpu suite (sm_90a) on 0ec7fb3's code, with llama.cpp's build (the issue-13
 # peer) started first under nice in its own session, so that it goes on into call 3. The peer's tarball here is
 # ../shared/peers' one with tools/ui/src, tools/ui/docs, tools/ui/package-lock.json and tools/mtmd's test media taken
-# out (not built with -DLLAMA_BUILD_UI=OFF; their removal is what lets it travel beside .deps under 64 MiB).
+# out (not built with -DLLAMA_BUILD_UI=OFF). Even so it does not travel beside .deps under 64 MiB: a call before this
+# one carries .peers alone and starts the build (the same line as below); this call starts it only if that did not.
 # Then the compute_75 PTX build, for call 3. LIMIT (seconds, default 570).
 set -u
 T0=$(date +%s); LIMIT=${LIMIT:-570}
@@ -10,7 +11,7 @@ S=$OUT/summary2.txt; L=$OUT/l2; mkdir -p $L
 note() { echo "[$(( $(date +%s) - T0 ))s] $*" | tee -a $S; }
 left() { echo $(( LIMIT - ($(date +%s) - T0) )); }
 note "device: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader); tree $(cat .peers/commit) + working tree"
-[ -f /tmp/llama.cpp/done ] || setsid nice -n 19 sh -c ".peers/build-llama-cpp.sh /tmp/llama.cpp >/tmp/llama-build.log 2>&1" </dev/null >/dev/null 2>&1 &
+[ -d /tmp/llama.cpp ] || setsid nice -n 19 sh -c ".peers/build-llama-cpp.sh /tmp/llama.cpp >/tmp/llama-build.log 2>&1" </dev/null >/dev/null 2>&1 &
 mkdir -p /tmp/peers-keep && cp .peers/*.py .peers/*.sh /tmp/peers-keep/
 prefix=/tmp/fk-deps
 deploy/offline-deps.sh unpack .deps $prefix >/dev/null || exit 1
